@@ -1,0 +1,227 @@
+"""Read classic, multi-part and V2 checkpoints with column projection.
+
+File actions (``add``/``remove``) come back as Arrow tables holding only the requested
+fields, so listing files never decodes ``stats`` unless asked. Other actions are few and come
+back as JSON-like dicts in the protocol's camelCase, ready for the action parsers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from checkpoints.errors import CheckpointFormatError, IncompleteCheckpointError
+from checkpoints.schema import ACTION_TYPES, NON_FILE_ACTIONS
+from logstores import LogFileNotFoundError, LogStore, LogStoreError
+
+
+@dataclass(slots=True)
+class CheckpointData:
+    """What a checkpoint holds.
+
+    Attributes:
+        actions: Non-file actions as ``(action name, JSON body)`` pairs.
+        adds: ``add`` rows, one column per requested field (absent fields come back null).
+        removes: ``remove`` rows, likewise.
+    """
+
+    actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    adds: list[pa.Table] = field(default_factory=list)
+    removes: list[pa.Table] = field(default_factory=list)
+
+
+def _conform_struct(arr: pa.Array | pa.ChunkedArray, target: pa.StructType) -> pa.StructArray:
+    """Rebuild a struct array with exactly ``target``'s children (missing ones null)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    children = []
+    present = {arr.type.field(i).name for i in range(arr.type.num_fields)}
+    for i in range(target.num_fields):
+        f = target.field(i)
+        if f.name in present:
+            child = arr.field(f.name)
+            if child.type != f.type:
+                child = _conform(child, f.type)
+        else:
+            child = pa.nulls(len(arr), f.type)
+        children.append(child)
+    mask = arr.is_null() if arr.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+
+
+def _conform(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    if pa.types.is_struct(target) and pa.types.is_struct(arr.type):
+        return _conform_struct(arr, target)
+    return arr.cast(target)
+
+
+def _file_table(column: pa.ChunkedArray, fields: Sequence[str], action: str) -> pa.Table:
+    """Flatten the non-null rows of an ``add``/``remove`` struct column to a table."""
+    full = ACTION_TYPES[action]
+    target = pa.struct([full.field(name) for name in fields])
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if arr.null_count:
+        arr = arr.filter(arr.is_valid())
+    arr = _conform_struct(arr, target)
+    return pa.Table.from_arrays(arr.flatten(), names=list(fields))
+
+
+def _rows_to_dicts(arr: pa.Array) -> list[dict[str, Any]]:
+    """Non-null rows of a struct column as JSON-like dicts (maps become dicts)."""
+    if arr.null_count:
+        arr = arr.filter(arr.is_valid())
+    return [_jsonify(row, arr.type) for row in arr.to_pylist()]
+
+
+def _jsonify(value: Any, t: pa.DataType) -> Any:
+    """Python value of Arrow type ``t`` as JSON would hold it; null struct fields dropped."""
+    if value is None:
+        return None
+    if pa.types.is_map(t):
+        return {k: _jsonify(v, t.item_type) for k, v in value}
+    if pa.types.is_struct(t):
+        return {
+            f.name: _jsonify(value[f.name], f.type) for f in t if value.get(f.name) is not None
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_jsonify(v, t.value_type) for v in value]
+    return value
+
+
+def _read_parquet(
+    store: LogStore,
+    path: str,
+    add_fields: Sequence[str],
+    remove_fields: Sequence[str],
+    out: CheckpointData,
+    *,
+    file_actions_only: bool = False,
+) -> None:
+    try:
+        with store.open_input(path) as fh:
+            pf = pq.ParquetFile(fh)
+            top = pf.schema_arrow
+            columns: list[str] = []
+            wanted = {"add": add_fields, "remove": remove_fields}
+            for action, fields in wanted.items():
+                if action in top.names and fields:
+                    kids = {f.name for f in top.field(action).type}
+                    columns += [f"{action}.{f}" for f in fields if f in kids] or [action]
+            if not file_actions_only:
+                columns += [a for a in NON_FILE_ACTIONS if a in top.names]
+            table = pf.read(columns=columns) if columns else None
+    except LogFileNotFoundError as exc:
+        raise IncompleteCheckpointError(f"checkpoint file missing: {path}") from exc
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        if isinstance(exc, LogStoreError):
+            raise
+        raise CheckpointFormatError(f"unreadable checkpoint file {path}: {exc}") from exc
+    if table is None:
+        return
+    for action, fields in wanted.items():
+        if action in table.column_names and fields:
+            part = _file_table(table.column(action), fields, action)
+            (out.adds if action == "add" else out.removes).append(part)
+    for action in NON_FILE_ACTIONS:
+        if action in table.column_names:
+            col = table.column(action).combine_chunks()
+            if col.null_count < len(col):
+                out.actions += [(action, row) for row in _rows_to_dicts(col)]
+
+
+def _read_json(
+    store: LogStore,
+    path: str,
+    add_fields: Sequence[str],
+    remove_fields: Sequence[str],
+    out: CheckpointData,
+) -> None:
+    try:
+        data = store.read(path)
+    except LogFileNotFoundError as exc:
+        raise IncompleteCheckpointError(f"checkpoint file missing: {path}") from exc
+    rows: dict[str, list[dict[str, Any]]] = {"add": [], "remove": []}
+    for lineno, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise CheckpointFormatError(f"{path} line {lineno}: not JSON") from exc
+        if not isinstance(obj, dict) or len(obj) != 1:
+            raise CheckpointFormatError(f"{path} line {lineno}: not a single action")
+        ((name, body),) = obj.items()
+        if not isinstance(body, dict):
+            raise CheckpointFormatError(f"{path} line {lineno}: action body is not an object")
+        if name in rows:
+            rows[name].append(body)
+        else:
+            out.actions.append((name, body))
+    for action, fields in (("add", add_fields), ("remove", remove_fields)):
+        if not rows[action] or not fields:
+            continue
+        full = ACTION_TYPES[action]
+        target = pa.struct([full.field(f) for f in fields])
+        try:
+            arr = pa.array([{f: r.get(f) for f in fields} for r in rows[action]], type=target)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise CheckpointFormatError(f"{path}: invalid {action} rows: {exc}") from exc
+        table = pa.Table.from_arrays(arr.flatten(), names=list(fields))
+        (out.adds if action == "add" else out.removes).append(table)
+
+
+def read_checkpoint(
+    store: LogStore,
+    paths: Sequence[str],
+    *,
+    add_fields: Sequence[str],
+    remove_fields: Sequence[str] = (),
+) -> CheckpointData:
+    """Read one checkpoint: all parts of a multi-part one, or a V2 one with its sidecars.
+
+    Args:
+        store: Where the log lives.
+        paths: The checkpoint's files (one, or every part in order).
+        add_fields: Which ``add`` fields to read (camelCase names from the checkpoint schema).
+        remove_fields: Which ``remove`` fields to read; empty to skip tombstones.
+
+    Raises:
+        IncompleteCheckpointError: A part or sidecar is missing.
+        CheckpointFormatError: A file cannot be parsed.
+    """
+    out = CheckpointData()
+    for path in paths:
+        if path.endswith(".json"):
+            _read_json(store, path, add_fields, remove_fields, out)
+        else:
+            _read_parquet(store, path, add_fields, remove_fields, out)
+    sidecars = [body for name, body in out.actions if name == "sidecar"]
+    if sidecars:
+        log_dir = paths[0].rsplit("/", 1)[0]
+        for sidecar in sidecars:
+            rel = sidecar.get("path")
+            if not isinstance(rel, str) or not rel:
+                raise CheckpointFormatError("sidecar action without a path")
+            location = rel if "://" in rel else LogStore.join(log_dir, "_sidecars", rel)
+            _read_parquet(store, location, add_fields, remove_fields, out, file_actions_only=True)
+    return out
+
+
+def concat_tables(parts: Iterable[pa.Table], schema: pa.Schema) -> pa.Table:
+    """Concatenate projected tables, or an empty table of ``schema``."""
+    tables = [t for t in parts if t.num_rows]
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def non_null(table: pa.Table, column: str) -> pa.Table:
+    """Rows whose ``column`` is not null."""
+    col = table.column(column)
+    return table.filter(pc.is_valid(col)) if col.null_count else table

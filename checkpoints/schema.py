@@ -1,0 +1,112 @@
+"""The Arrow schema of a classic checkpoint, column for column as delta-spark writes it."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+_STR_MAP = pa.map_(pa.string(), pa.string())
+
+DELETION_VECTOR = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+        ("maxRowIndex", pa.int64()),
+    ]
+)
+
+TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+
+ADD = pa.struct(
+    [
+        ("path", pa.string()),
+        ("partitionValues", _STR_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("tags", _STR_MAP),
+        ("deletionVector", DELETION_VECTOR),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+        ("clusteringProvider", pa.string()),
+        ("stats", pa.string()),
+    ]
+)
+
+REMOVE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", _STR_MAP),
+        ("size", pa.int64()),
+        ("deletionVector", DELETION_VECTOR),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
+)
+
+METADATA = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("configuration", _STR_MAP),
+        ("createdTime", pa.int64()),
+    ]
+)
+
+PROTOCOL = pa.struct(
+    [
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("readerFeatures", pa.list_(pa.string())),
+        ("writerFeatures", pa.list_(pa.string())),
+    ]
+)
+
+DOMAIN_METADATA = pa.struct(
+    [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
+)
+
+CHECKPOINT_METADATA = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])
+
+SIDECAR = pa.struct(
+    [
+        ("path", pa.string()),
+        ("sizeInBytes", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("tags", _STR_MAP),
+    ]
+)
+
+#: Column types by action name, for every action a checkpoint may hold.
+ACTION_TYPES: dict[str, pa.DataType] = {
+    "txn": TXN,
+    "add": ADD,
+    "remove": REMOVE,
+    "metaData": METADATA,
+    "protocol": PROTOCOL,
+    "domainMetadata": DOMAIN_METADATA,
+    "checkpointMetadata": CHECKPOINT_METADATA,
+    "sidecar": SIDECAR,
+}
+
+#: Actions that are not file actions: few rows, read whole.
+NON_FILE_ACTIONS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+
+
+def classic_schema() -> pa.Schema:
+    """The top-level schema of a V1 classic checkpoint, in delta-spark's column order."""
+    return pa.schema(
+        [
+            pa.field(name, ACTION_TYPES[name])
+            for name in ("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
+        ]
+    )

@@ -1,0 +1,214 @@
+"""Which protocol features deltalog reads and writes, and the protocol a new table needs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from deltalog.actions import Metadata, Protocol
+from deltalog.errors import UnsupportedFeatureError
+from deltalog.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+
+#: Reader features whose logs deltalog can replay (it reads logs, not data rows).
+READABLE_FEATURES = frozenset(
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+        "typeWidening",
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+        "variantShredding-preview",
+        "domainMetadata",
+    }
+)
+
+#: Writer features deltalog honours when it commits.
+WRITABLE_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "generatedColumns",
+        "timestampNtz",
+        "domainMetadata",
+        "deletionVectors",
+        "vacuumProtocolCheck",
+        "typeWidening",
+        "typeWidening-preview",
+        "changeDataFeed",
+    }
+)
+
+# Writer features that are only safe to honour while the table does not actually use them:
+# deltalog cannot evaluate constraints or generation expressions on data it did not write.
+_USE_CHECKS = {
+    "invariants": lambda m: _has_field_metadata(m, "delta.invariants"),
+    "checkConstraints": lambda m: any(k.startswith("delta.constraints.") for k in m.configuration),
+    "generatedColumns": lambda m: _has_field_metadata(m, "delta.generationExpression"),
+    "columnMapping": lambda m: m.configuration.get("delta.columnMapping.mode", "none") != "none",
+    "identityColumns": lambda m: _has_field_metadata(m, "delta.identity.start"),
+    "changeDataFeed": lambda m: m.configuration.get("delta.enableChangeDataFeed") == "true",
+}
+
+# Legacy writer versions imply these features.
+_LEGACY_WRITER = {
+    2: ("appendOnly", "invariants"),
+    3: ("checkConstraints",),
+    4: ("changeDataFeed", "generatedColumns"),
+    5: ("columnMapping",),
+    6: ("identityColumns",),
+}
+
+
+def _has_field_metadata(metadata: Metadata, key: str) -> bool:
+    if not metadata.schema_string:
+        return False
+    return any(key in f.metadata for f in _walk(StructType.from_json_string(metadata.schema_string)))
+
+
+def _walk(struct: StructType) -> list[StructField]:
+    out: list[StructField] = []
+    for f in struct.fields:
+        out.append(f)
+        out += _walk_type(f.type)
+    return out
+
+
+def _walk_type(t: DataType) -> list[StructField]:
+    if isinstance(t, StructType):
+        return _walk(t)
+    if isinstance(t, ArrayType):
+        return _walk_type(t.element_type)
+    if isinstance(t, MapType):
+        return _walk_type(t.key_type) + _walk_type(t.value_type)
+    return []
+
+
+def check_readable(protocol: Protocol) -> None:
+    """Refuse a table whose reader protocol deltalog does not understand.
+
+    Raises:
+        UnsupportedFeatureError: Reader version above 3, or an unknown reader feature.
+    """
+    if protocol.min_reader_version > 3:
+        raise UnsupportedFeatureError(
+            f"the table needs reader version {protocol.min_reader_version}; deltalog reads up to 3",
+            feature=f"readerVersion={protocol.min_reader_version}",
+            operation="read",
+        )
+    if protocol.min_reader_version == 3:
+        for feature in protocol.reader_features or ():
+            if feature not in READABLE_FEATURES:
+                raise UnsupportedFeatureError(
+                    f"the table needs reader feature {feature!r}, which deltalog does not support",
+                    feature=feature,
+                    operation="read",
+                )
+
+
+def active_writer_features(protocol: Protocol, metadata: Metadata) -> set[str]:
+    """Writer features a writer must honour on this table."""
+    if protocol.min_writer_version >= 7:
+        return set(protocol.writer_features or ())
+    active: set[str] = set()
+    for version, features in _LEGACY_WRITER.items():
+        if protocol.min_writer_version >= version:
+            for feature in features:
+                check = _USE_CHECKS.get(feature)
+                if feature == "appendOnly" or check is None or check(metadata):
+                    active.add(feature)
+    return active
+
+
+def check_writable(protocol: Protocol, metadata: Metadata) -> None:
+    """Refuse to write a table that needs a feature deltalog does not implement.
+
+    Raises:
+        UnsupportedFeatureError: Naming the first such feature.
+    """
+    check_readable(protocol)
+    if protocol.min_writer_version > 7:
+        raise UnsupportedFeatureError(
+            f"the table needs writer version {protocol.min_writer_version}; deltalog writes up to 7",
+            feature=f"writerVersion={protocol.min_writer_version}",
+            operation="write",
+        )
+    for feature in sorted(active_writer_features(protocol, metadata)):
+        check = _USE_CHECKS.get(feature)
+        in_use = check(metadata) if check else False
+        if feature not in WRITABLE_FEATURES or (
+            in_use and feature in ("invariants", "checkConstraints", "generatedColumns")
+        ):
+            raise UnsupportedFeatureError(
+                f"the table uses writer feature {feature!r}, which deltalog cannot honour",
+                feature=feature,
+                operation="write",
+            )
+
+
+def _uses_type(t: DataType, name: str) -> bool:
+    if isinstance(t, PrimitiveType):
+        return t.name == name
+    if isinstance(t, StructType):
+        return any(_uses_type(f.type, name) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _uses_type(t.element_type, name)
+    if isinstance(t, MapType):
+        return _uses_type(t.key_type, name) or _uses_type(t.value_type, name)
+    return False
+
+
+# Table properties that enable a feature, and the legacy (reader, writer) versions it needs.
+_PROPERTY_FEATURES: dict[str, tuple[str, tuple[int, int]]] = {
+    "delta.appendOnly": ("appendOnly", (1, 2)),
+    "delta.enableChangeDataFeed": ("changeDataFeed", (1, 4)),
+    "delta.enableDeletionVectors": ("deletionVectors", (3, 7)),
+}
+_UNSUPPORTED_PROPERTIES = {
+    "delta.columnMapping.mode": "columnMapping",
+    "delta.enableRowTracking": "rowTracking",
+    "delta.enableInCommitTimestamps": "inCommitTimestamp",
+    "delta.checkpointPolicy": "v2Checkpoint",
+    "delta.enableIcebergCompatV1": "icebergCompatV1",
+    "delta.enableIcebergCompatV2": "icebergCompatV2",
+}
+_READER_WRITER = frozenset({"deletionVectors", "timestampNtz", "columnMapping", "v2Checkpoint"})
+
+
+def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str]) -> Protocol:
+    """The lowest protocol that the schema and table properties need.
+
+    Raises:
+        UnsupportedFeatureError: A property enables a feature deltalog cannot write.
+    """
+    for key, feature in _UNSUPPORTED_PROPERTIES.items():
+        value = configuration.get(key)
+        if value is not None and value.lower() not in ("false", "none", "classic"):
+            raise UnsupportedFeatureError(
+                f"{key}={value} enables {feature!r}, which deltalog cannot write",
+                feature=feature,
+                operation="write",
+            )
+    features: set[str] = set()
+    legacy = (1, 2)
+    for key, (feature, versions) in _PROPERTY_FEATURES.items():
+        if configuration.get(key, "false").lower() == "true":
+            features.add(feature)
+            legacy = (max(legacy[0], versions[0]), max(legacy[1], versions[1]))
+    if _uses_type(schema, "timestamp_ntz"):
+        features.add("timestampNtz")
+        legacy = (3, 7)
+    if _uses_type(schema, "variant"):
+        raise UnsupportedFeatureError(
+            "the variant type is not supported for writing", feature="variantType", operation="write"
+        )
+    if legacy == (3, 7):
+        writer = set(features)
+        if "changeDataFeed" in features or "appendOnly" in features:
+            writer |= {"appendOnly", "invariants"}
+        reader = sorted(f for f in features if f in _READER_WRITER)
+        return Protocol(3, 7, reader_features=reader, writer_features=sorted(writer))
+    return Protocol(legacy[0], legacy[1])

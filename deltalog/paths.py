@@ -1,0 +1,95 @@
+"""Names in ``_delta_log`` and the encoding of data file paths in actions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import quote, unquote
+
+from deltalog.errors import InvalidPathError
+
+LOG_DIR = "_delta_log"
+LAST_CHECKPOINT = "_last_checkpoint"
+SIDECAR_DIR = "_sidecars"
+
+_LOG_FILE = re.compile(
+    r"^(?P<version>\d{20})\."
+    r"(?:(?P<commit>json)"
+    r"|checkpoint\.(?:(?P<classic>parquet)"
+    r"|(?P<part>\d{10})\.(?P<parts>\d{10})\.parquet"
+    r"|(?P<uuid>[0-9A-Fa-f-]{36})\.(?P<v2fmt>json|parquet)))$"
+)
+# Characters kept as they are in an action's path: RFC 2396 unreserved and path characters.
+_SAFE = "/!$&'()*+,;=:@-._~"
+
+LogFileKind = Literal["commit", "checkpoint", "multipart", "v2checkpoint"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogFileName:
+    """A parsed ``_delta_log`` file name."""
+
+    name: str
+    version: int
+    kind: LogFileKind
+    part: int = 1
+    parts: int = 1
+
+
+def commit_name(version: int) -> str:
+    """``00000000000000000042.json``."""
+    return f"{version:020d}.json"
+
+
+def checkpoint_name(version: int) -> str:
+    """``00000000000000000042.checkpoint.parquet``."""
+    return f"{version:020d}.checkpoint.parquet"
+
+
+def parse_log_name(name: str) -> LogFileName | None:
+    """Classify a file name found in ``_delta_log``; ``None`` for anything else."""
+    m = _LOG_FILE.match(name)
+    if not m:
+        return None
+    version = int(m["version"])
+    if m["commit"]:
+        return LogFileName(name, version, "commit")
+    if m["classic"]:
+        return LogFileName(name, version, "checkpoint")
+    if m["part"]:
+        return LogFileName(name, version, "multipart", int(m["part"]), int(m["parts"]))
+    return LogFileName(name, version, "v2checkpoint")
+
+
+def encode_path(relative: str) -> str:
+    """Percent-encode a relative data file path for ``add.path`` (non-ASCII kept as is)."""
+    return "".join(c if ord(c) > 127 else quote(c, safe=_SAFE) for c in relative)
+
+
+def decode_path(path: str) -> str:
+    """Decode an action's path into the file's actual relative path or URI."""
+    return unquote(path) if "%" in path else path
+
+
+def has_scheme(path: str) -> bool:
+    """Whether ``path`` is an absolute URI such as ``s3://b/k`` or ``file:/x``."""
+    head, sep, _ = path.partition(":")
+    return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").isalnum()
+
+
+def check_relative(path: str) -> str:
+    """Refuse a relative path that is empty, absolute, or leaves the table root.
+
+    Returns:
+        The path, normalised to ``/`` separators without ``./`` segments.
+
+    Raises:
+        InvalidPathError: The path escapes the table or is not relative.
+    """
+    if not path or path.startswith("/") or has_scheme(path):
+        raise InvalidPathError(f"expected a path relative to the table root, got {path!r}")
+    segments = [s for s in path.replace("\\", "/").split("/") if s not in ("", ".")]
+    if any(s == ".." for s in segments) or not segments:
+        raise InvalidPathError(f"path {path!r} escapes the table root")
+    return "/".join(segments)

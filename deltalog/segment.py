@@ -1,0 +1,146 @@
+"""Find which log files rebuild a version: a checkpoint (if any) and the commits after it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from checkpoints.errors import CheckpointFormatError
+from checkpoints.last_checkpoint import parse_last_checkpoint
+from deltalog.errors import TableNotFoundError, VersionGapError, VersionNotFoundError
+from deltalog.paths import commit_name, parse_log_name
+from deltalog.storage import TableStorage
+from logstores import FileStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One complete checkpoint: its version and its files (every part, in order)."""
+
+    version: int
+    files: tuple[FileStatus, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LogListing:
+    """What a listing of ``_delta_log`` found.
+
+    Attributes:
+        commits: Commit files by version.
+        checkpoints: Complete checkpoints by version, best first within a version.
+    """
+
+    commits: dict[int, FileStatus]
+    checkpoints: dict[int, list[Checkpoint]]
+
+    @property
+    def latest_version(self) -> int | None:
+        """Newest version the listing can reach, or ``None`` when it holds no table."""
+        versions = list(self.commits) + list(self.checkpoints)
+        return max(versions) if versions else None
+
+
+@dataclass(frozen=True, slots=True)
+class LogSegment:
+    """The files that rebuild ``version``: ``checkpoint`` (or none) then ``commits`` in order."""
+
+    version: int
+    checkpoint: Checkpoint | None
+    commits: tuple[FileStatus, ...]
+
+    @property
+    def start_version(self) -> int:
+        """First version replayed from JSON."""
+        return self.checkpoint.version + 1 if self.checkpoint else 0
+
+
+def classify(entries: Iterable[FileStatus]) -> LogListing:
+    """Sort a listing into commits and complete checkpoints (incomplete multi-part sets dropped)."""
+    commits: dict[int, FileStatus] = {}
+    singles: dict[int, list[Checkpoint]] = defaultdict(list)
+    parts: dict[tuple[int, int], dict[int, FileStatus]] = defaultdict(dict)
+    for entry in entries:
+        parsed = parse_log_name(entry.name)
+        if parsed is None:
+            continue
+        if parsed.kind == "commit":
+            commits[parsed.version] = entry
+        elif parsed.kind == "multipart":
+            parts[(parsed.version, parsed.parts)][parsed.part] = entry
+        else:
+            singles[parsed.version].append(Checkpoint(parsed.version, (entry,)))
+    for (version, count), found in parts.items():
+        if sorted(found) == list(range(1, count + 1)):
+            files = tuple(found[i] for i in range(1, count + 1))
+            singles[version].append(Checkpoint(version, files))
+    return LogListing(commits, dict(singles))
+
+
+def list_log(storage: TableStorage, *, use_hint: bool = True) -> LogListing:
+    """List ``_delta_log``, starting at ``_last_checkpoint``'s version when it is usable.
+
+    A hint that is unparseable, or names a checkpoint the listing does not show complete, is
+    ignored and the whole log is listed.
+
+    Raises:
+        TableNotFoundError: No ``_delta_log`` or nothing in it.
+    """
+    if use_hint:
+        raw = storage.read_last_checkpoint()
+        hint = None
+        if raw is not None:
+            try:
+                hint = parse_last_checkpoint(raw).version
+            except CheckpointFormatError:
+                hint = None
+        if hint is not None:
+            listing = classify(storage.list_log(commit_name(hint)[:20]))
+            if hint in listing.checkpoints:
+                return listing
+    listing = classify(storage.list_log())
+    if listing.latest_version is None:
+        raise TableNotFoundError(f"no Delta table at {storage.uri}: {storage.log_path} is empty")
+    return listing
+
+
+def build_segment(
+    listing: LogListing, version: int | None = None, *, exclude: frozenset[int] = frozenset()
+) -> LogSegment:
+    """Choose the newest usable checkpoint at or before ``version`` and the commits after it.
+
+    Args:
+        listing: A listing of the log.
+        version: The version to rebuild; ``None`` for the latest.
+        exclude: Checkpoint versions known to be unreadable.
+
+    Raises:
+        VersionNotFoundError: ``version`` is newer than the log, or older than what remains.
+        VersionGapError: A commit needed for ``version`` is missing.
+    """
+    latest = listing.latest_version
+    if latest is None:
+        raise TableNotFoundError("the log holds no commit")
+    target = latest if version is None else version
+    if target < 0 or target > latest:
+        raise VersionNotFoundError(
+            f"version {target} does not exist (latest is {latest})", version=target
+        )
+    candidates = [v for v in listing.checkpoints if v <= target and v not in exclude]
+    checkpoint = listing.checkpoints[max(candidates)][0] if candidates else None
+    start = checkpoint.version + 1 if checkpoint else 0
+    needed = range(start, target + 1)
+    missing = [v for v in needed if v not in listing.commits]
+    if missing:
+        present = [v for v in needed if v in listing.commits]
+        if checkpoint is None and (not present or missing[-1] < present[0]):
+            raise VersionNotFoundError(
+                f"version {target} cannot be rebuilt: commits before {missing[-1] + 1} are gone "
+                "and no checkpoint covers them",
+                version=target,
+            )
+        raise VersionGapError(
+            f"the log is missing commit {missing[0]} (needed to rebuild version {target})",
+            version=missing[0],
+        )
+    return LogSegment(target, checkpoint, tuple(listing.commits[v] for v in needed))

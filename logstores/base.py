@@ -1,0 +1,128 @@
+"""The log store contract: bytes in, bytes out, atomic create-if-absent, ordered listing."""
+
+from __future__ import annotations
+
+import io
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """One entry of a listing.
+
+    Attributes:
+        path: The full location of the file, in the store's own notation.
+        size: Size in bytes.
+        modification_time: Last modification time, milliseconds since the Unix epoch.
+    """
+
+    path: str
+    size: int
+    modification_time: int
+
+    @property
+    def name(self) -> str:
+        """The last path segment."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+class LogStore(ABC):
+    """Reads and writes the files of a Delta log.
+
+    Locations are full paths in the store's own notation: an absolute filesystem path for the
+    local store, ``scheme://bucket/key`` for object stores. A store never interprets file
+    contents.
+
+    The contract every implementation keeps (the model is delta-io/delta's ``LogStore.java``):
+
+    * ``write(path, data, overwrite=False)`` is an **atomic create-if-absent**: when N writers
+      race for the same path, exactly one succeeds and the others get
+      :class:`~logstores.errors.FileAlreadyExistsError`. It is never built as
+      "check existence, then write". A reader never observes a partially written file unless
+      :attr:`is_partial_write_visible` says so.
+    * ``list_from(path)`` yields the entries of ``path``'s directory whose names sort at or after
+      ``path``'s name, in lexicographic order, and reflects every write that has returned.
+    * Errors are :class:`~logstores.errors.LogStoreError` subclasses; no SDK exception escapes.
+    """
+
+    #: Whether a reader can observe a file before its writer finished writing it.
+    is_partial_write_visible: bool = False
+
+    @abstractmethod
+    def read(self, path: str) -> bytes:
+        """Return the whole content of a file.
+
+        Raises:
+            LogFileNotFoundError: The file does not exist.
+            LogStoreError: Any other storage failure.
+        """
+
+    @abstractmethod
+    def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        """Write a file.
+
+        Args:
+            path: Where to write.
+            data: The complete content.
+            overwrite: When false (the default, and the only mode used for commits) the write
+                is an atomic create-if-absent. When true the file is replaced; used only for
+                files that are hints, such as ``_last_checkpoint``.
+
+        Raises:
+            FileAlreadyExistsError: ``overwrite`` is false and the file exists.
+            LogStoreError: Any other storage failure.
+        """
+
+    @abstractmethod
+    def list_from(self, path: str) -> Iterator[FileStatus]:
+        """List the directory of ``path`` from ``path``'s name onwards, sorted by name.
+
+        Raises:
+            LogFileNotFoundError: The directory does not exist.
+            LogStoreError: Any other storage failure.
+        """
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Delete a file; deleting a missing file is not an error.
+
+        Raises:
+            LogStoreError: The storage refused the deletion.
+        """
+
+    @abstractmethod
+    def stat(self, path: str) -> FileStatus:
+        """Return size and modification time of a file.
+
+        Raises:
+            LogFileNotFoundError: The file does not exist.
+        """
+
+    def exists(self, path: str) -> bool:
+        """Whether a file exists (for maintenance and reporting, never for commit decisions)."""
+        try:
+            self.stat(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def open_input(self, path: str) -> BinaryIO:
+        """Open a file for random-access reading (Parquet footers, checkpoints).
+
+        The default reads the whole file; stores with ranged reads override it.
+
+        Raises:
+            LogFileNotFoundError: The file does not exist.
+        """
+        return io.BytesIO(self.read(path))
+
+    @staticmethod
+    def join(base: str, *parts: str) -> str:
+        """Join path segments with ``/``."""
+        out = base.rstrip("/")
+        for part in parts:
+            out = f"{out}/{part.strip('/')}"
+        return out

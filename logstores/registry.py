@@ -1,0 +1,84 @@
+"""Map URL schemes to log store classes, importing each store only when it is used.
+
+Built-in stores are named by dotted path so that an SDK is imported only for the scheme that
+needs it. Third-party stores register under the ``deltalog.logstores`` entry-point group, with
+the scheme as the entry-point name and ``module:Class`` as its value; they win over built-ins.
+A store class provides ``from_uri(uri, options) -> (store, root)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from typing import Protocol, cast
+
+from logstores.base import LogStore
+from logstores.errors import MissingDependencyError, UnknownSchemeError
+
+ENTRY_POINT_GROUP = "deltalog.logstores"
+
+#: scheme -> (``module:Class``, pip extra that brings its SDK or ``None``)
+BUILTIN_STORES: dict[str, tuple[str, str | None]] = {
+    "file": ("logstores.local:LocalLogStore", None),
+    "memory": ("logstores.memory:MemoryLogStore", None),
+    "s3": ("logstores.s3:S3LogStore", "s3"),
+    "s3a": ("logstores.s3:S3LogStore", "s3"),
+    "gs": ("logstores.gcs:GCSLogStore", "gcs"),
+    "az": ("logstores.azure:AzureLogStore", "azure"),
+    "abfs": ("logstores.azure:AzureLogStore", "azure"),
+    "abfss": ("logstores.azure:AzureLogStore", "azure"),
+}
+
+
+class _StoreFactory(Protocol):
+    def from_uri(self, uri: str, options: Mapping[str, str]) -> tuple[LogStore, str]: ...
+
+
+def scheme_of(uri: str) -> str:
+    """Return the URL scheme of ``uri``; plain paths (and Windows drives) count as ``file``."""
+    head, sep, _ = uri.partition("://")
+    if sep and head.isidentifier():
+        return head.lower()
+    if uri.startswith("file:"):
+        return "file"
+    return "file"
+
+
+def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and not exc.name.startswith(("logstores", module_name)):
+            hint = f"pip install 'deltalog[{extra}]'" if extra else f"install {exc.name}"
+            raise MissingDependencyError(
+                f"the {scheme}:// log store needs the package {exc.name!r}: {hint}"
+            ) from exc
+        raise UnknownSchemeError(f"log store module {module_name!r} for {scheme}:// is not available") from exc
+    return cast(_StoreFactory, getattr(module, class_name))
+
+
+def open_store(uri: str, options: Mapping[str, str] | None = None) -> tuple[LogStore, str]:
+    """Return the log store for ``uri`` and the table root in that store's notation.
+
+    Args:
+        uri: A table location: a plain path, ``file://``, ``memory://``, ``s3://``, ``gs://``,
+            ``az://``/``abfs[s]://``, or any scheme registered through the entry-point group.
+        options: Store options, namespaced keys such as ``s3.endpoint``.
+
+    Raises:
+        UnknownSchemeError: No store is registered for the scheme.
+        MissingDependencyError: The store's SDK is not installed; the message names the extra.
+    """
+    scheme = scheme_of(uri)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == scheme:
+            factory = cast(_StoreFactory, ep.load())
+            return factory.from_uri(uri, dict(options or {}))
+    try:
+        target, extra = BUILTIN_STORES[scheme]
+    except KeyError:
+        known = ", ".join(sorted(BUILTIN_STORES))
+        raise UnknownSchemeError(f"no log store for scheme {scheme!r} (known: {known})") from None
+    return _load(target, scheme, extra).from_uri(uri, dict(options or {}))
