@@ -20,7 +20,8 @@ class LastCheckpoint:
         parts: Number of parts of a multi-part checkpoint, else ``None``.
         size_in_bytes: Total size of the checkpoint files.
         num_of_add_files: Number of ``add`` rows.
-        extra: Every other field, kept as written (``checkpointSchema``, ``checksum``, ``v2Checkpoint``).
+        extra: Every other field, kept as written (``checkpointSchema``, ``checksum``,
+            ``v2Checkpoint``).
     """
 
     version: int

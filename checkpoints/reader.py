@@ -86,9 +86,7 @@ def _jsonify(value: Any, t: pa.DataType) -> Any:
     if pa.types.is_map(t):
         return {k: _jsonify(v, t.item_type) for k, v in value}
     if pa.types.is_struct(t):
-        return {
-            f.name: _jsonify(value[f.name], f.type) for f in t if value.get(f.name) is not None
-        }
+        return {f.name: _jsonify(value[f.name], f.type) for f in t if value.get(f.name) is not None}
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return [_jsonify(v, t.value_type) for v in value]
     return value

@@ -99,7 +99,14 @@ ACTION_TYPES: dict[str, pa.DataType] = {
 }
 
 #: Actions that are not file actions: few rows, read whole.
-NON_FILE_ACTIONS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+NON_FILE_ACTIONS = (
+    "protocol",
+    "metaData",
+    "txn",
+    "domainMetadata",
+    "checkpointMetadata",
+    "sidecar",
+)
 
 
 def classic_schema() -> pa.Schema:

@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from deltalog.actions import (  # noqa: E402
+from deltalog.actions import (
     AddCDCFile,
     AddFile,
     CommitInfo,
@@ -12,7 +12,7 @@ from deltalog.actions import (  # noqa: E402
     RemoveFile,
     Txn,
 )
-from deltalog.errors import (  # noqa: E402
+from deltalog.errors import (
     CommitFailedError,
     CorruptCheckpointError,
     CorruptLogError,
@@ -33,9 +33,9 @@ from deltalog.errors import (  # noqa: E402
     VersionGapError,
     VersionNotFoundError,
 )
-from deltalog.schema import StructType  # noqa: E402
-from deltalog.snapshot import Snapshot  # noqa: E402
-from deltalog.table import DeltaTable  # noqa: E402
+from deltalog.schema import StructType
+from deltalog.snapshot import Snapshot
+from deltalog.table import DeltaTable
 
 __all__ = [
     "AddCDCFile",

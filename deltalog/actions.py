@@ -45,8 +45,8 @@ def _checker(tp: Any) -> Callable[[Any], bool]:
     if origin is dict:
         _, value_tp = get_args(tp)
         vc = _checker(value_tp)
-        return lambda v: isinstance(v, dict) and all(
-            isinstance(k, str) and vc(x) for k, x in v.items()
+        return lambda v: (
+            isinstance(v, dict) and all(isinstance(k, str) and vc(x) for k, x in v.items())
         )
     if origin is list:
         (item_tp,) = get_args(tp)
@@ -389,7 +389,9 @@ def parse_action(obj: JSON) -> Action:
     return action_type.from_json_dict(body)
 
 
-def parse_actions(data: bytes, *, version: int | None = None, path: str | None = None) -> list[Action]:
+def parse_actions(
+    data: bytes, *, version: int | None = None, path: str | None = None
+) -> list[Action]:
     """Parse newline-delimited actions (a commit file or a JSON checkpoint).
 
     Raises:
@@ -423,5 +425,5 @@ def _not_utf8(line: bytes) -> bool:
 
 
 def serialize_actions(actions: Iterable[Action]) -> bytes:
-    """Newline-delimited JSON of ``actions``, each line ending in ``\\n``."""
+    """Newline-delimited JSON of ``actions``, each line ending in a newline."""
     return b"".join(a.to_line() + b"\n" for a in actions)

@@ -97,7 +97,8 @@ def publish(
         except FileAlreadyExistsError as exc:
             if rebase is None:
                 raise CommitFailedError(
-                    f"version {version} was committed by another writer", retryable=True,
+                    f"version {version} was committed by another writer",
+                    retryable=True,
                     conflict=True,
                 ) from exc
             if attempt >= max_attempts:

@@ -5,7 +5,7 @@
     DeltaLogError
     ├── TableNotFoundError            no _delta_log, or it holds no commit
     ├── TableAlreadyExistsError       create() on a location that already has a log
-    ├── VersionNotFoundError          the version asked for cannot be rebuilt (too new, or cleaned up)
+    ├── VersionNotFoundError          the version cannot be rebuilt (too new, or cleaned up)
     ├── TimestampOutOfRangeError      time travel to before the first commit
     ├── CorruptLogError               the log on storage breaks the protocol
     │   ├── VersionGapError           commit versions are not contiguous

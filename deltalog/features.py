@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from deltalog.actions import Metadata, Protocol
 from deltalog.errors import UnsupportedFeatureError
@@ -44,7 +44,7 @@ WRITABLE_FEATURES = frozenset(
 
 # Writer features that are only safe to honour while the table does not actually use them:
 # deltalog cannot evaluate constraints or generation expressions on data it did not write.
-_USE_CHECKS = {
+_USE_CHECKS: dict[str, Callable[[Metadata], bool]] = {
     "invariants": lambda m: _has_field_metadata(m, "delta.invariants"),
     "checkConstraints": lambda m: any(k.startswith("delta.constraints.") for k in m.configuration),
     "generatedColumns": lambda m: _has_field_metadata(m, "delta.generationExpression"),
@@ -66,7 +66,9 @@ _LEGACY_WRITER = {
 def _has_field_metadata(metadata: Metadata, key: str) -> bool:
     if not metadata.schema_string:
         return False
-    return any(key in f.metadata for f in _walk(StructType.from_json_string(metadata.schema_string)))
+    return any(
+        key in f.metadata for f in _walk(StructType.from_json_string(metadata.schema_string))
+    )
 
 
 def _walk(struct: StructType) -> list[StructField]:
@@ -95,7 +97,7 @@ def check_readable(protocol: Protocol) -> None:
     """
     if protocol.min_reader_version > 3:
         raise UnsupportedFeatureError(
-            f"the table needs reader version {protocol.min_reader_version}; deltalog reads up to 3",
+            f"the table needs readerVersion={protocol.min_reader_version}; deltalog reads up to 3",
             feature=f"readerVersion={protocol.min_reader_version}",
             operation="read",
         )
@@ -132,7 +134,8 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     check_readable(protocol)
     if protocol.min_writer_version > 7:
         raise UnsupportedFeatureError(
-            f"the table needs writer version {protocol.min_writer_version}; deltalog writes up to 7",
+            f"the table needs writerVersion={protocol.min_writer_version};"
+            " deltalog writes up to 7",
             feature=f"writerVersion={protocol.min_writer_version}",
             operation="write",
         )
@@ -203,7 +206,9 @@ def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str])
         legacy = (3, 7)
     if _uses_type(schema, "variant"):
         raise UnsupportedFeatureError(
-            "the variant type is not supported for writing", feature="variantType", operation="write"
+            "the variant type is not supported for writing",
+            feature="variantType",
+            operation="write",
         )
     if legacy == (3, 7):
         writer = set(features)

@@ -27,7 +27,7 @@ _TS = re.compile(
 )
 _UTC = dt.UTC
 # Characters Spark escapes in partition directory names (as %XX), plus control characters.
-_HIVE_SPECIAL = set('"#%\'*/:=?\\\x7f{[]^')
+_HIVE_SPECIAL = set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def _type_name(t: DataType) -> str:
@@ -101,7 +101,7 @@ def _parse_timestamp(text: str, *, aware: bool) -> dt.datetime:
     if zone:
         if not aware:
             raise ValueError("timestamp_ntz partition values carry no time zone")
-        offset = dt.timezone.utc if zone == "Z" else _offset(zone)
+        offset = dt.UTC if zone == "Z" else _offset(zone)
         return value.replace(tzinfo=offset).astimezone(_UTC)
     return value.replace(tzinfo=_UTC) if aware else value
 
@@ -185,9 +185,7 @@ def check_partition_values(
 
 def hive_escape(value: str) -> str:
     """Escape a partition value for use in a ``col=value`` directory name, as Spark does."""
-    return "".join(
-        f"%{ord(c):02X}" if c in _HIVE_SPECIAL or ord(c) < 0x20 else c for c in value
-    )
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_SPECIAL or ord(c) < 0x20 else c for c in value)
 
 
 def hive_unescape(text: str) -> str:

@@ -114,7 +114,11 @@ def _arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
 
 
 def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if dv is None else {f.name: dv.get(f.name) for f in FILES_SCHEMA.field("deletion_vector").type}
+    return (
+        None
+        if dv is None
+        else {f.name: dv.get(f.name) for f in FILES_SCHEMA.field("deletion_vector").type}
+    )
 
 
 def adds_to_table(adds: Sequence[AddFile]) -> pa.Table:
@@ -157,7 +161,8 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rename camelCase checkpoint columns to ``schema`` and cast their types."""
     table = table.rename_columns([_snake(n) for n in table.column_names])
     arrays = [
-        table.column(f.name).cast(f.type) if f.name in table.column_names
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
         else pa.nulls(table.num_rows, f.type)
         for f in schema
     ]
@@ -313,9 +318,13 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
 
 def _check_first_commit(actions: list[Action], path: str) -> None:
     if not any(isinstance(a, Protocol) for a in actions):
-        raise MissingProtocolError(f"version 0 has no protocol action: {path}", version=0, path=path)
+        raise MissingProtocolError(
+            f"version 0 has no protocol action: {path}", version=0, path=path
+        )
     if not any(isinstance(a, Metadata) for a in actions):
-        raise MissingMetadataError(f"version 0 has no metaData action: {path}", version=0, path=path)
+        raise MissingMetadataError(
+            f"version 0 has no metaData action: {path}", version=0, path=path
+        )
 
 
 def replay(storage: TableStorage, listing: LogListing, version: int | None = None) -> Snapshot:
@@ -343,7 +352,9 @@ def _is_checkpoint_error(exc: BaseException) -> bool:
     return isinstance(cause, CheckpointError)
 
 
-def advance(snapshot: Snapshot, version: int, actions: Sequence[Action], mtime: int, prefix: str) -> Snapshot:
+def advance(
+    snapshot: Snapshot, version: int, actions: Sequence[Action], mtime: int, prefix: str
+) -> Snapshot:
     """The snapshot after applying one more commit of ``actions`` at ``version``."""
     state = _State(prefix=prefix, protocol=snapshot.protocol, metadata=snapshot.metadata)
     state.txns = dict(snapshot.txns)

@@ -55,7 +55,9 @@ def read_footer(fh: Any, location: str) -> FooterInfo:
         pf = pq.ParquetFile(fh)
         return FooterInfo(pf.schema_arrow, pf.metadata)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise SchemaMismatchError(f"{location} is not a readable Parquet file: {exc}", path=location) from exc
+        raise SchemaMismatchError(
+            f"{location} is not a readable Parquet file: {exc}", path=location
+        ) from exc
 
 
 def _compatible(file_type: DataType, table_type: DataType, arrow_type: pa.DataType) -> bool:
@@ -272,7 +274,9 @@ def build_add(
         {k: v for k, v in raw_values.items() if k in partition_columns}, table, partition_columns
     )
     indexed = configuration.get("delta.dataSkippingNumIndexedCols")
-    num_indexed = int(indexed) if indexed and indexed.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
+    num_indexed = (
+        int(indexed) if indexed and indexed.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
+    )
     stats = compute_stats(footer, num_indexed)
     check_nullability(stats, data_schema, location)
     return AddFile(
@@ -283,4 +287,3 @@ def build_add(
         data_change=data_change,
         stats=stats,
     )
-

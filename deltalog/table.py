@@ -99,8 +99,10 @@ class DeltaTable:
             version = _version_at(listing, _to_millis(timestamp))
         else:
             listing = list_log(self._storage, use_hint=version is None)
-            if version is not None and version not in listing.commits and (
-                listing.checkpoints and version < min(listing.checkpoints)
+            if (
+                version is not None
+                and version not in listing.commits
+                and (listing.checkpoints and version < min(listing.checkpoints))
             ):
                 listing = list_log(self._storage, use_hint=False)
         self._snapshot = replay(self._storage, listing, version)
@@ -170,7 +172,9 @@ class DeltaTable:
         try:
             publish(storage, 0, info, [metadata, protocol], rebase=None)
         except CommitFailedError as exc:
-            raise TableAlreadyExistsError(f"a Delta table was created at {uri} concurrently") from exc
+            raise TableAlreadyExistsError(
+                f"a Delta table was created at {uri} concurrently"
+            ) from exc
         return cls(uri, storage_options=storage_options)
 
     # ------------------------------------------------------------------ reading

@@ -50,14 +50,10 @@ class MemoryLogStore(LogStore):
         directory, _, start = path.rpartition("/")
         prefix = directory + "/"
         with self._lock:
-            in_dir = [
-                (p, v) for p, v in self._files.items() if p.startswith(prefix)
-            ]
+            in_dir = [(p, v) for p, v in self._files.items() if p.startswith(prefix)]
         if not in_dir:
             raise LogFileNotFoundError(f"not found: {directory}")
-        entries = sorted(
-            (p[len(prefix):], p, v) for p, v in in_dir if "/" not in p[len(prefix):]
-        )
+        entries = sorted((p[len(prefix) :], p, v) for p, v in in_dir if "/" not in p[len(prefix) :])
         for name, full, (data, mtime) in entries:
             if name >= start:
                 yield FileStatus(full, len(data), mtime)

@@ -55,7 +55,9 @@ def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
             raise MissingDependencyError(
                 f"the {scheme}:// log store needs the package {exc.name!r}: {hint}"
             ) from exc
-        raise UnknownSchemeError(f"log store module {module_name!r} for {scheme}:// is not available") from exc
+        raise UnknownSchemeError(
+            f"log store module {module_name!r} for {scheme}:// is not available"
+        ) from exc
     return cast(_StoreFactory, getattr(module, class_name))
 
 

@@ -1,0 +1,178 @@
+"""The ``deltalog`` command: inspect a table's version, schema, files and history.
+
+Every subcommand prints a readable report, or with ``--json`` exactly one JSON document on
+stdout. Errors print one line on stderr and exit with status 2 (bad input or corrupt table) or
+1 (anything unexpected is not caught: it is a bug and shows its traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from deltalog.errors import DeltaLogError
+from deltalog.table import DeltaTable
+
+EXIT_ERROR = 2
+
+
+def _open(args: argparse.Namespace) -> DeltaTable:
+    return DeltaTable(args.table, version=getattr(args, "version", None))
+
+
+def _ts(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _describe(table: DeltaTable) -> dict[str, Any]:
+    snap = table.snapshot
+    p = snap.protocol
+    m = snap.metadata
+    return {
+        "table": table.uri,
+        "version": snap.version,
+        "timestamp": snap.timestamp,
+        "protocol": {
+            "minReaderVersion": p.min_reader_version,
+            "minWriterVersion": p.min_writer_version,
+            "readerFeatures": p.reader_features,
+            "writerFeatures": p.writer_features,
+        },
+        "metadata": {
+            "id": m.id,
+            "name": m.name,
+            "description": m.description,
+            "partitionColumns": m.partition_columns,
+            "configuration": m.configuration,
+            "createdTime": m.created_time,
+            "schema": orjson.loads(m.schema_string) if m.schema_string else None,
+        },
+        "numFiles": snap.num_files,
+        "sizeInBytes": snap.size_in_bytes,
+    }
+
+
+def _print_describe(doc: dict[str, Any]) -> None:
+    p, m = doc["protocol"], doc["metadata"]
+    print(f"table:       {doc['table']}")
+    print(f"version:     {doc['version']}  ({_ts(doc['timestamp'])})")
+    features = ""
+    if p["readerFeatures"] or p["writerFeatures"]:
+        features = (
+            f"  reader features: {', '.join(p['readerFeatures'] or []) or '-'};"
+            f" writer features: {', '.join(p['writerFeatures'] or []) or '-'}"
+        )
+    print(f"protocol:    reader {p['minReaderVersion']}, writer {p['minWriterVersion']}{features}")
+    print(f"id:          {m['id']}")
+    if m["name"]:
+        print(f"name:        {m['name']}")
+    print(f"partitioned: {', '.join(m['partitionColumns']) or '(not partitioned)'}")
+    print(f"files:       {doc['numFiles']}  ({doc['sizeInBytes']:,} bytes)")
+    if m["configuration"]:
+        print("properties:")
+        for k, v in sorted(m["configuration"].items()):
+            print(f"  {k} = {v}")
+    print("schema:")
+    for f in (m["schema"] or {}).get("fields", []):
+        t = f["type"] if isinstance(f["type"], str) else orjson.dumps(f["type"]).decode()
+        null = "" if f.get("nullable", True) else " not null"
+        print(f"  {f['name']}: {t}{null}")
+
+
+def _files(table: DeltaTable) -> list[dict[str, Any]]:
+    cols = ["path", "size", "partition_values", "modification_time", "data_change", "stats"]
+    rows: list[dict[str, Any]] = table.files().select(cols).to_pylist()
+    for row in rows:
+        row["partition_values"] = dict(row["partition_values"] or [])
+    return rows
+
+
+def cmd_describe(args: argparse.Namespace) -> None:
+    """``deltalog describe``."""
+    doc = _describe(_open(args))
+    if args.json:
+        _emit(doc)
+    else:
+        _print_describe(doc)
+
+
+def cmd_files(args: argparse.Namespace) -> None:
+    """``deltalog files``."""
+    table = _open(args)
+    rows = _files(table)
+    if args.json:
+        _emit({"table": table.uri, "version": table.version(), "files": rows})
+        return
+    for row in rows:
+        parts = ",".join(f"{k}={v}" for k, v in row["partition_values"].items())
+        print(f"{row['size']:>12,}  {_ts(row['modification_time'])}  {row['path']}  {parts}")
+    print(f"{len(rows)} files at version {table.version()}")
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    """``deltalog history``."""
+    table = DeltaTable(args.table)
+    entries = table.history(limit=args.limit)
+    if args.json:
+        _emit({"table": table.uri, "history": entries})
+        return
+    for e in entries:
+        params = e.get("operationParameters") or {}
+        shown = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
+        print(
+            f"{e['version']:>6}  {_ts(e.get('timestamp'))}  {e.get('operation', '-'):<14} {shown}"
+        )
+
+
+def _emit(doc: Any) -> None:
+    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(prog="deltalog", description="Inspect Delta tables.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    describe = sub.add_parser("describe", help="version, protocol, schema and size of a table")
+    describe.add_argument("table")
+    describe.add_argument("--version", type=int)
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(func=cmd_describe)
+
+    files = sub.add_parser("files", help="live data files of a table")
+    files.add_argument("table")
+    files.add_argument("--version", type=int)
+    files.add_argument("--json", action="store_true")
+    files.set_defaults(func=cmd_files)
+
+    history = sub.add_parser("history", help="commits, newest first")
+    history.add_argument("table")
+    history.add_argument("--limit", type=int)
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(func=cmd_history)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``deltalog`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except DeltaLogError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"deltalog: error: {type(exc).__name__}: {message}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

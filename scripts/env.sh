@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Shared set-up for the README's commands: a project-local virtualenv with deltalog (editable)
+# and its development extras. Idempotent: re-running only installs what changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${DELTALOG_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[setup] creating virtualenv $VENV" >&2
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+fi
+stamp="$VENV/.deltalog-installed"
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+  echo "[setup] installing deltalog[dev] into $VENV" >&2
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]"
+  touch "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite: set up (first run only), lint, type-check, then every test.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ROOT"
+echo "[test] ruff" >&2
+ruff check deltalog logstores checkpoints tests interop_tests benchmarks scripts
+echo "[test] mypy --strict" >&2
+mypy
+echo "[test] pytest" >&2
+exec python -m pytest "$@"

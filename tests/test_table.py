@@ -1,0 +1,306 @@
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pytest
+from tableutil import log_names, write_commit, write_parquet
+
+from deltalog import (
+    DeltaTable,
+    InvalidPathError,
+    MalformedCommitError,
+    MissingMetadataError,
+    MissingProtocolError,
+    PartitionValueError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TimestampOutOfRangeError,
+    UnsupportedFeatureError,
+    VersionGapError,
+    VersionNotFoundError,
+)
+from deltalog.partitions import hive_partition_dir
+from deltalog.table import AppendOnlyError, DuplicateFileError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int32())])
+DATA = pa.table({"id": pa.array([1, 2, None], pa.int64()), "name": ["a", None, "c"]})
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> DeltaTable:
+    return DeltaTable.create(str(tmp_path), SCHEMA, partition_by=["part"])
+
+
+def _file(root: str, part: str | None, name: str = "f.parquet", data: pa.Table = DATA) -> str:
+    return write_parquet(root, f"{hive_partition_dir({'part': part})}/{name}", data)
+
+
+def test_create_append_read(table: DeltaTable) -> None:
+    root = table.uri
+    assert table.version() == 0
+    assert table.protocol().min_reader_version == 1 and table.protocol().min_writer_version == 2
+    v = table.append_files([_file(root, "1"), _file(root, None, "g.parquet")])
+    assert v == 1
+    reopened = DeltaTable(root)
+    assert reopened.version() == 1
+    files = reopened.files().to_pylist()
+    assert sorted(dict(f["partition_values"])["part"] or "null" for f in files) == ["1", "null"]
+    stats = orjson.loads(files[0]["stats"])
+    assert stats == {
+        "numRecords": 3,
+        "minValues": {"id": 1, "name": "a"},
+        "maxValues": {"id": 2, "name": "c"},
+        "nullCount": {"id": 1, "name": 1},
+    }
+    assert reopened.schema().names == ["id", "name", "part"]
+    assert reopened.metadata().partition_columns == ["part"]
+
+
+def test_in_memory_snapshot_advances_like_a_replay(table: DeltaTable) -> None:
+    root = table.uri
+    for i in range(5):
+        table.append_files([_file(root, str(i))])
+    table.overwrite_files([_file(root, "9")])
+    fresh = DeltaTable(root)
+    assert table.version() == fresh.version() == 6
+    assert table.files().to_pylist() == fresh.files().to_pylist()
+    assert table.snapshot.tombstones.num_rows == fresh.snapshot.tombstones.num_rows == 5
+
+
+def test_time_travel_by_version_and_timestamp(table: DeltaTable) -> None:
+    root = table.uri
+    table.append_files([_file(root, "1")])
+    table.append_files([_file(root, "2")])
+    log = Path(root) / "_delta_log"
+    for v, ts in enumerate((1_000_000, 2_000_000, 3_000_000)):
+        os.utime(log / f"{v:020d}.json", (ts, ts))  # seconds
+    assert DeltaTable(root, version=1).files().num_rows == 1
+    assert DeltaTable(root, timestamp=2_500_000_000).version() == 1
+    assert DeltaTable(root, timestamp=3_000_000_000).version() == 2
+    assert DeltaTable(root, timestamp=dt.datetime.fromtimestamp(2_000_000, dt.UTC)).version() == 1
+    with pytest.raises(TimestampOutOfRangeError):
+        DeltaTable(root, timestamp=999_999_000)
+    with pytest.raises(VersionNotFoundError):
+        DeltaTable(root, version=3)
+
+
+def test_history_newest_first(table: DeltaTable) -> None:
+    table.append_files([_file(table.uri, "1")])
+    history = table.history()
+    assert [h["version"] for h in history] == [1, 0]
+    assert history[0]["operation"] == "WRITE" and history[0]["isBlindAppend"] is True
+    assert history[0]["readVersion"] == 0
+    assert history[1]["operation"] == "CREATE TABLE"
+    assert table.history(limit=1)[0]["version"] == 1
+
+
+def test_create_twice_is_refused(table: DeltaTable) -> None:
+    with pytest.raises(TableAlreadyExistsError):
+        DeltaTable.create(table.uri, SCHEMA)
+    assert log_names(table.uri) == ["00000000000000000000.json"]
+
+
+def test_new_table_gets_lowest_protocol(tmp_path: Path) -> None:
+    ntz = DeltaTable.create(str(tmp_path / "a"), pa.schema([("t", pa.timestamp("us"))]))
+    p = ntz.protocol()
+    assert (p.min_reader_version, p.min_writer_version) == (3, 7)
+    assert p.reader_features == ["timestampNtz"] and p.writer_features == ["timestampNtz"]
+    cdf = DeltaTable.create(
+        str(tmp_path / "b"), SCHEMA, configuration={"delta.enableChangeDataFeed": "true"}
+    )
+    assert (cdf.protocol().min_reader_version, cdf.protocol().min_writer_version) == (1, 4)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        DeltaTable.create(
+            str(tmp_path / "c"), SCHEMA, configuration={"delta.columnMapping.mode": "name"}
+        )
+    assert info.value.feature == "columnMapping"
+    assert not (tmp_path / "c" / "_delta_log").exists()
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def _assert_unchanged(table: DeltaTable, version: int) -> None:
+    assert DeltaTable(table.uri).version() == version
+    assert [n for n in log_names(table.uri) if not n.startswith(".")] == [
+        f"{v:020d}.json" for v in range(version + 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "needle"),
+    [
+        (pa.table({"id": pa.array([1], pa.int32())}), SchemaMismatchError, "'id'"),
+        (pa.table({"other": [1]}), SchemaMismatchError, "not in the table"),
+        (pa.table({"id": [1], "part": pa.array([1], pa.int32())}), SchemaMismatchError,
+         "partition column"),
+    ],
+)
+def test_mismatched_files_are_refused(
+    table: DeltaTable, data: pa.Table, error: type[Exception], needle: str
+) -> None:
+    good = _file(table.uri, "1")
+    bad = _file(table.uri, "2", "bad.parquet", data)
+    with pytest.raises(error, match=needle):
+        table.append_files([good, bad])
+    _assert_unchanged(table, 0)
+
+
+def test_not_parquet_is_refused(table: DeltaTable) -> None:
+    rel = f"{hive_partition_dir({'part': '1'})}/junk.parquet"
+    (Path(table.uri) / rel).parent.mkdir(parents=True)
+    (Path(table.uri) / rel).write_bytes(b"not parquet")
+    with pytest.raises(SchemaMismatchError, match="not a readable Parquet"):
+        table.append_files([rel])
+    _assert_unchanged(table, 0)
+
+
+def test_non_nullable_column_with_nulls_is_refused(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    t = DeltaTable.create(str(tmp_path), schema)
+    rel = write_parquet(tmp_path, "f.parquet", pa.table({"id": pa.array([1, None], pa.int64())}))
+    with pytest.raises(SchemaMismatchError, match="non-nullable"):
+        t.append_files([rel])
+    _assert_unchanged(t, 0)
+
+
+@pytest.mark.parametrize("rel", ["part=abc/f.parquet", "f.parquet", "other=1/f.parquet"])
+def test_bad_partition_directories_are_refused(table: DeltaTable, rel: str) -> None:
+    write_parquet(table.uri, rel, DATA)
+    with pytest.raises(PartitionValueError):
+        table.append_files([rel])
+    _assert_unchanged(table, 0)
+
+
+@pytest.mark.parametrize("given", ["../outside.parquet", "part=1/../../x.parquet"])
+def test_paths_escaping_the_table_are_refused(table: DeltaTable, given: str) -> None:
+    with pytest.raises(InvalidPathError):
+        table.append_files([given])
+    _assert_unchanged(table, 0)
+
+
+def test_duplicates_are_refused(table: DeltaTable) -> None:
+    rel = _file(table.uri, "1")
+    with pytest.raises(DuplicateFileError):
+        table.append_files([rel, rel])
+    table.append_files([rel])
+    with pytest.raises(DuplicateFileError):
+        table.append_files([rel])
+    _assert_unchanged(table, 1)
+
+
+def test_absolute_paths_inside_the_table_become_relative(table: DeltaTable) -> None:
+    rel = _file(table.uri, "1")
+    table.append_files([f"file://{table.uri}/{rel}"])
+    assert table.files().column("path").to_pylist() == ["part=1/f.parquet"]
+
+
+def test_append_only_tables_refuse_overwrite(tmp_path: Path) -> None:
+    t = DeltaTable.create(str(tmp_path), SCHEMA, configuration={"delta.appendOnly": "true"})
+    rel = write_parquet(tmp_path, "f.parquet", DATA)
+    t.append_files([rel])
+    with pytest.raises(AppendOnlyError):
+        t.overwrite_files([write_parquet(tmp_path, "g.parquet", DATA)])
+    _assert_unchanged(t, 1)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "config", "feature"),
+    [
+        ({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
+          "writerFeatures": ["rowTracking"]}, {}, "rowTracking"),
+        ({"minReaderVersion": 2, "minWriterVersion": 5}, {"delta.columnMapping.mode": "name"},
+         "columnMapping"),
+        ({"minReaderVersion": 1, "minWriterVersion": 3},
+         {"delta.constraints.positive": "id > 0"}, "checkConstraints"),
+        ({"minReaderVersion": 1, "minWriterVersion": 8}, {}, "writerVersion=8"),
+    ],
+)
+def test_unsupported_writer_features_are_refused(
+    tmp_path: Path, protocol: dict[str, object], config: dict[str, str], feature: str
+) -> None:
+    meta = {
+        "id": "x", "format": {"provider": "parquet", "options": {}},
+        "schemaString": '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,'
+        '"metadata":{}}]}', "partitionColumns": [], "configuration": config,
+    }
+    write_commit(tmp_path, 0, [orjson.dumps({"protocol": protocol}),
+                               orjson.dumps({"metaData": meta})])
+    t = DeltaTable(str(tmp_path))  # reading is fine
+    rel = write_parquet(tmp_path, "f.parquet", pa.table({"id": [1]}))
+    with pytest.raises(UnsupportedFeatureError) as info:
+        t.append_files([rel])
+    assert info.value.feature == feature and info.value.operation == "write"
+    assert feature in str(info.value)
+    _assert_unchanged(t, 0)
+
+
+def test_unknown_reader_feature_is_refused_on_read(tmp_path: Path) -> None:
+    proto = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fancyNew"],
+             "writerFeatures": ["fancyNew"]}
+    meta = {"id": "x", "format": {"provider": "parquet"}, "schemaString": '{"type":"struct",'
+            '"fields":[]}', "partitionColumns": [], "configuration": {}}
+    write_commit(tmp_path, 0, [orjson.dumps({"protocol": proto}), orjson.dumps({"metaData": meta})])
+    with pytest.raises(UnsupportedFeatureError, match="fancyNew"):
+        DeltaTable(str(tmp_path))
+
+
+# ----------------------------------------------------------------------- broken logs
+
+PROTO = b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}'
+META = (
+    b'{"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":'
+    b'"{\\"type\\":\\"struct\\",\\"fields\\":[]}","partitionColumns":[],"configuration":{}}}'
+)
+
+
+def test_missing_log_is_table_not_found(tmp_path: Path) -> None:
+    with pytest.raises(TableNotFoundError):
+        DeltaTable(str(tmp_path))
+    (tmp_path / "_delta_log").mkdir()
+    with pytest.raises(TableNotFoundError):
+        DeltaTable(str(tmp_path))
+
+
+def test_version_gap(tmp_path: Path) -> None:
+    write_commit(tmp_path, 0, [PROTO, META])
+    write_commit(tmp_path, 2, [b'{"commitInfo":{}}'])
+    with pytest.raises(VersionGapError) as info:
+        DeltaTable(str(tmp_path))
+    assert info.value.version == 1
+    assert DeltaTable(str(tmp_path), version=0).version() == 0
+
+
+@pytest.mark.parametrize(
+    ("lines", "error"),
+    [
+        ([META], MissingProtocolError),
+        ([PROTO], MissingMetadataError),
+        ([PROTO, META, b"{oops"], MalformedCommitError),
+        ([PROTO, META, b'{"commitInfo":{"x":"\xc3\x28"}}'], MalformedCommitError),
+    ],
+)
+def test_broken_first_commit(tmp_path: Path, lines: list[bytes], error: type[Exception]) -> None:
+    write_commit(tmp_path, 0, lines)
+    with pytest.raises(error):
+        DeltaTable(str(tmp_path))
+
+
+def test_protocol_at_version_one_does_not_excuse_version_zero(tmp_path: Path) -> None:
+    write_commit(tmp_path, 0, [META])
+    write_commit(tmp_path, 1, [PROTO])
+    with pytest.raises(MissingProtocolError):
+        DeltaTable(str(tmp_path))
+
+
+def test_memory_tables(tmp_path: Path) -> None:
+    uri = f"memory://tests/{tmp_path.name}"
+    t = DeltaTable.create(uri, SCHEMA, partition_by=["part"])
+    assert DeltaTable(uri).version() == 0
+    with pytest.raises(TableAlreadyExistsError):
+        DeltaTable.create(uri, SCHEMA)
