@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from checkpoints.checksum import json_checksum
 from checkpoints.errors import CheckpointFormatError
 
 
@@ -45,7 +46,8 @@ def parse_last_checkpoint(data: bytes) -> LastCheckpoint:
     """Parse the content of ``_last_checkpoint``.
 
     Raises:
-        CheckpointFormatError: The content is not a JSON object with a valid ``version``.
+        CheckpointFormatError: The content is not a JSON object with a valid ``version``, or
+            its ``checksum`` does not match.
     """
     try:
         obj = orjson.loads(data)
@@ -53,6 +55,9 @@ def parse_last_checkpoint(data: bytes) -> LastCheckpoint:
         raise CheckpointFormatError(f"_last_checkpoint is not JSON: {exc}") from exc
     if not isinstance(obj, dict):
         raise CheckpointFormatError("_last_checkpoint must be a JSON object")
+    checksum = obj.get("checksum")
+    if checksum is not None and checksum != json_checksum(obj):
+        raise CheckpointFormatError("_last_checkpoint checksum does not match its content")
     version = _int_field(obj, "version", required=True)
     assert version is not None
     known = {"version", "size", "parts", "sizeInBytes", "numOfAddFiles"}

@@ -134,8 +134,7 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     check_readable(protocol)
     if protocol.min_writer_version > 7:
         raise UnsupportedFeatureError(
-            f"the table needs writerVersion={protocol.min_writer_version};"
-            " deltalog writes up to 7",
+            f"the table needs writerVersion={protocol.min_writer_version}; deltalog writes up to 7",
             feature=f"writerVersion={protocol.min_writer_version}",
             operation="write",
         )

@@ -40,10 +40,11 @@ from deltalog.errors import (
     MissingMetadataError,
     MissingProtocolError,
     StorageError,
+    VersionNotFoundError,
 )
 from deltalog.features import check_readable
 from deltalog.paths import parse_log_name
-from deltalog.segment import LogListing, LogSegment, build_segment
+from deltalog.segment import LogListing, LogSegment, build_segment, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
 
@@ -336,7 +337,13 @@ def replay(storage: TableStorage, listing: LogListing, version: int | None = Non
     """
     excluded: set[int] = set()
     while True:
-        segment = build_segment(listing, version, exclude=frozenset(excluded))
+        try:
+            segment = build_segment(listing, version, exclude=frozenset(excluded))
+        except VersionNotFoundError:
+            if listing.complete or not excluded:
+                raise
+            listing = list_log(storage, use_hint=False)
+            continue
         try:
             return replay_segment(storage, segment)
         except (CheckpointError, CorruptCheckpointError, StorageError) as exc:

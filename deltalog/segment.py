@@ -29,10 +29,13 @@ class LogListing:
     Attributes:
         commits: Commit files by version.
         checkpoints: Complete checkpoints by version, best first within a version.
+        complete: Whether the listing started at the beginning of the log (``False`` when it
+            started at ``_last_checkpoint``'s version).
     """
 
     commits: dict[int, FileStatus]
     checkpoints: dict[int, list[Checkpoint]]
+    complete: bool = True
 
     @property
     def latest_version(self) -> int | None:
@@ -97,7 +100,7 @@ def list_log(storage: TableStorage, *, use_hint: bool = True) -> LogListing:
         if hint is not None:
             listing = classify(storage.list_log(commit_name(hint)[:20]))
             if hint in listing.checkpoints:
-                return listing
+                return LogListing(listing.commits, listing.checkpoints, complete=False)
     listing = classify(storage.list_log())
     if listing.latest_version is None:
         raise TableNotFoundError(f"no Delta table at {storage.uri}: {storage.log_path} is empty")

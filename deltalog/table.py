@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -11,8 +12,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Action, AddFile, Metadata, Protocol, RemoveFile
+from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.commit import make_commit_info, publish
+from deltalog.config import checkpoint_interval
 from deltalog.errors import (
     CommitFailedError,
     InvalidInputError,
@@ -33,6 +37,7 @@ from deltalog.storage import TableStorage, storage_errors
 from logstores import LogFileNotFoundError, open_store, scheme_of
 
 TimestampLike = dt.datetime | int | str
+_log = logging.getLogger(__name__)
 
 
 class DuplicateFileError(InvalidInputError):
@@ -374,7 +379,25 @@ class DeltaTable:
         self._snapshot = advance(
             snap, result.version, result.actions, result.modification_time, prefix
         )
+        self._after_commit()
         return result.version
+
+    def _after_commit(self) -> None:
+        """Checkpoint every ``delta.checkpointInterval`` versions; never fail the commit."""
+        snap = self._snapshot
+        try:
+            if snap.version % checkpoint_interval(snap.configuration) == 0:
+                write_snapshot_checkpoint(self._storage, snap)
+        except Exception:  # the commit is durable already; a checkpoint is an optimisation
+            _log.warning("checkpoint of version %d failed", snap.version, exc_info=True)
+
+    def checkpoint(self) -> LastCheckpoint:
+        """Write a checkpoint of the version this object reads and point ``_last_checkpoint`` at it.
+
+        Raises:
+            StorageError: The log store failed.
+        """
+        return write_snapshot_checkpoint(self._storage, self._snapshot)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.uri!r}, version={self.version()})"

@@ -40,17 +40,32 @@ def test_unknown_fields_and_actions_survive_round_trip() -> None:
 
 def test_field_order_matches_delta_spark() -> None:
     remove = RemoveFile(
-        path="x", deletion_timestamp=1, data_change=True, extended_file_metadata=True,
-        partition_values={}, size=3, stats="{}",
+        path="x",
+        deletion_timestamp=1,
+        data_change=True,
+        extended_file_metadata=True,
+        partition_values={},
+        size=3,
+        stats="{}",
     )
     keys = list(orjson.loads(remove.to_line())["remove"])
     assert keys == [
-        "path", "deletionTimestamp", "dataChange", "extendedFileMetadata", "partitionValues",
-        "size", "stats",
+        "path",
+        "deletionTimestamp",
+        "dataChange",
+        "extendedFileMetadata",
+        "partitionValues",
+        "size",
+        "stats",
     ]
     meta = Metadata(id="i", schema_string="{}", created_time=1)
     assert list(orjson.loads(meta.to_line())["metaData"]) == [
-        "id", "format", "schemaString", "partitionColumns", "configuration", "createdTime",
+        "id",
+        "format",
+        "schemaString",
+        "partitionColumns",
+        "configuration",
+        "createdTime",
     ]
 
 
@@ -67,10 +82,16 @@ def test_commit_info_keeps_everything() -> None:
     [
         (b"{not json}\n", "not JSON"),
         (b'{"add":{"path":"x"}}\n', "missing required field 'partitionValues'"),
-        (b'{"add":{"path":1,"partitionValues":{},"size":1,"modificationTime":1,'
-         b'"dataChange":true}}\n', "invalid value"),
-        (b'{"add":{"path":"x","partitionValues":{},"size":true,"modificationTime":1,'
-         b'"dataChange":true}}\n', "'size'"),
+        (
+            b'{"add":{"path":1,"partitionValues":{},"size":1,"modificationTime":1,'
+            b'"dataChange":true}}\n',
+            "invalid value",
+        ),
+        (
+            b'{"add":{"path":"x","partitionValues":{},"size":true,"modificationTime":1,'
+            b'"dataChange":true}}\n',
+            "'size'",
+        ),
         (b"[1,2]\n", "JSON object"),
         (b'{"add":{},"remove":{}}\n', "exactly one action"),
         (b'{"txn":"x"}\n', "must be a JSON object"),
@@ -91,9 +112,18 @@ def test_blank_lines_are_ignored() -> None:
 
 def test_dv_unique_id() -> None:
     add = AddFile(
-        path="x", partition_values={}, size=1, modification_time=1, data_change=True,
-        deletion_vector={"storageType": "u", "pathOrInlineDv": "ab", "offset": 4,
-                         "sizeInBytes": 1, "cardinality": 1},
+        path="x",
+        partition_values={},
+        size=1,
+        modification_time=1,
+        data_change=True,
+        deletion_vector={
+            "storageType": "u",
+            "pathOrInlineDv": "ab",
+            "offset": 4,
+            "sizeInBytes": 1,
+            "cardinality": 1,
+        },
     )
     assert add.dv_id == "uab@4"
     assert RemoveFile(path="x").dv_id is None

@@ -35,7 +35,9 @@ def test_describe_json(table_uri: str, capsys: pytest.CaptureFixture[str]) -> No
     assert doc["version"] == 2
     assert doc["numFiles"] == 2
     assert doc["protocol"] == {
-        "minReaderVersion": 1, "minWriterVersion": 2, "readerFeatures": None,
+        "minReaderVersion": 1,
+        "minWriterVersion": 2,
+        "readerFeatures": None,
         "writerFeatures": None,
     }
     meta = doc["metadata"]
@@ -71,10 +73,15 @@ def test_human_output(table_uri: str, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_errors_are_one_line_and_nonzero(tmp_path: Path) -> None:
     write_commit(tmp_path, 0, [b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}'])
-    for args in (["describe", str(tmp_path)], ["files", str(tmp_path / "nope")],
-                 ["describe", str(tmp_path), "--version", "9"]):
+    for args in (
+        ["describe", str(tmp_path)],
+        ["files", str(tmp_path / "nope")],
+        ["describe", str(tmp_path), "--version", "9"],
+    ):
         proc = subprocess.run(
-            [sys.executable, "-m", "deltalog.cli", *args], capture_output=True, text=True,
+            [sys.executable, "-m", "deltalog.cli", *args],
+            capture_output=True,
+            text=True,
             check=False,
         )
         assert proc.returncode == 2, proc.stderr

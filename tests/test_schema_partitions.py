@@ -6,7 +6,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from deltalog.errors import InvalidSchemaError, PartitionValueError
+from deltalog.errors import InvalidPathError, InvalidSchemaError, PartitionValueError
 from deltalog.partitions import (
     HIVE_NULL,
     hive_partition_dir,
@@ -15,7 +15,6 @@ from deltalog.partitions import (
     serialize_partition_value,
 )
 from deltalog.paths import check_relative, decode_path, encode_path
-from deltalog.errors import InvalidPathError
 from deltalog.schema import (
     ArrayType,
     DecimalType,
@@ -97,8 +96,11 @@ def test_arrow_types_without_delta_equivalent() -> None:
         ("double", "1.5", 1.5),
         ("date", "2021-02-03", dt.date(2021, 2, 3)),
         ("timestamp", "2021-02-03 04:05:06", dt.datetime(2021, 2, 3, 4, 5, 6, tzinfo=dt.UTC)),
-        ("timestamp", "2021-02-03T04:05:06.000001Z",
-         dt.datetime(2021, 2, 3, 4, 5, 6, 1, tzinfo=dt.UTC)),
+        (
+            "timestamp",
+            "2021-02-03T04:05:06.000001Z",
+            dt.datetime(2021, 2, 3, 4, 5, 6, 1, tzinfo=dt.UTC),
+        ),
         ("timestamp_ntz", "2021-02-03 04:05:06.5", dt.datetime(2021, 2, 3, 4, 5, 6, 500000)),
         ("binary", "\u0001\u0002", b"\x01\x02"),
     ],

@@ -137,8 +137,11 @@ def _assert_unchanged(table: DeltaTable, version: int) -> None:
     [
         (pa.table({"id": pa.array([1], pa.int32())}), SchemaMismatchError, "'id'"),
         (pa.table({"other": [1]}), SchemaMismatchError, "not in the table"),
-        (pa.table({"id": [1], "part": pa.array([1], pa.int32())}), SchemaMismatchError,
-         "partition column"),
+        (
+            pa.table({"id": [1], "part": pa.array([1], pa.int32())}),
+            SchemaMismatchError,
+            "partition column",
+        ),
     ],
 )
 def test_mismatched_files_are_refused(
@@ -212,12 +215,26 @@ def test_append_only_tables_refuse_overwrite(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("protocol", "config", "feature"),
     [
-        ({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
-          "writerFeatures": ["rowTracking"]}, {}, "rowTracking"),
-        ({"minReaderVersion": 2, "minWriterVersion": 5}, {"delta.columnMapping.mode": "name"},
-         "columnMapping"),
-        ({"minReaderVersion": 1, "minWriterVersion": 3},
-         {"delta.constraints.positive": "id > 0"}, "checkConstraints"),
+        (
+            {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": [],
+                "writerFeatures": ["rowTracking"],
+            },
+            {},
+            "rowTracking",
+        ),
+        (
+            {"minReaderVersion": 2, "minWriterVersion": 5},
+            {"delta.columnMapping.mode": "name"},
+            "columnMapping",
+        ),
+        (
+            {"minReaderVersion": 1, "minWriterVersion": 3},
+            {"delta.constraints.positive": "id > 0"},
+            "checkConstraints",
+        ),
         ({"minReaderVersion": 1, "minWriterVersion": 8}, {}, "writerVersion=8"),
     ],
 )
@@ -225,12 +242,16 @@ def test_unsupported_writer_features_are_refused(
     tmp_path: Path, protocol: dict[str, object], config: dict[str, str], feature: str
 ) -> None:
     meta = {
-        "id": "x", "format": {"provider": "parquet", "options": {}},
+        "id": "x",
+        "format": {"provider": "parquet", "options": {}},
         "schemaString": '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,'
-        '"metadata":{}}]}', "partitionColumns": [], "configuration": config,
+        '"metadata":{}}]}',
+        "partitionColumns": [],
+        "configuration": config,
     }
-    write_commit(tmp_path, 0, [orjson.dumps({"protocol": protocol}),
-                               orjson.dumps({"metaData": meta})])
+    write_commit(
+        tmp_path, 0, [orjson.dumps({"protocol": protocol}), orjson.dumps({"metaData": meta})]
+    )
     t = DeltaTable(str(tmp_path))  # reading is fine
     rel = write_parquet(tmp_path, "f.parquet", pa.table({"id": [1]}))
     with pytest.raises(UnsupportedFeatureError) as info:
@@ -241,10 +262,19 @@ def test_unsupported_writer_features_are_refused(
 
 
 def test_unknown_reader_feature_is_refused_on_read(tmp_path: Path) -> None:
-    proto = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fancyNew"],
-             "writerFeatures": ["fancyNew"]}
-    meta = {"id": "x", "format": {"provider": "parquet"}, "schemaString": '{"type":"struct",'
-            '"fields":[]}', "partitionColumns": [], "configuration": {}}
+    proto = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["fancyNew"],
+        "writerFeatures": ["fancyNew"],
+    }
+    meta = {
+        "id": "x",
+        "format": {"provider": "parquet"},
+        "schemaString": '{"type":"struct","fields":[]}',
+        "partitionColumns": [],
+        "configuration": {},
+    }
     write_commit(tmp_path, 0, [orjson.dumps({"protocol": proto}), orjson.dumps({"metaData": meta})])
     with pytest.raises(UnsupportedFeatureError, match="fancyNew"):
         DeltaTable(str(tmp_path))
@@ -300,7 +330,8 @@ def test_protocol_at_version_one_does_not_excuse_version_zero(tmp_path: Path) ->
 
 def test_memory_tables(tmp_path: Path) -> None:
     uri = f"memory://tests/{tmp_path.name}"
-    t = DeltaTable.create(uri, SCHEMA, partition_by=["part"])
+    created = DeltaTable.create(uri, SCHEMA, partition_by=["part"])
+    assert created.version() == 0
     assert DeltaTable(uri).version() == 0
     with pytest.raises(TableAlreadyExistsError):
         DeltaTable.create(uri, SCHEMA)

@@ -1,0 +1,140 @@
+"""Write a classic V1 checkpoint and the ``_last_checkpoint`` pointer.
+
+The Parquet file has delta-spark's top-level columns (``txn``, ``add``, ``remove``, ``metaData``,
+``protocol``, ``domainMetadata``), one action per row. File actions arrive as Arrow tables and are
+placed into their struct columns without a round trip through Python objects.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkpoints.checksum import json_checksum
+from checkpoints.errors import CheckpointFormatError
+from checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
+from checkpoints.schema import ADD, REMOVE, classic_schema
+from logstores import FileAlreadyExistsError, LogFileNotFoundError, LogStore
+
+LAST_CHECKPOINT = "_last_checkpoint"
+
+
+@dataclass(slots=True)
+class CheckpointContent:
+    """Everything a checkpoint of ``version`` holds.
+
+    Attributes:
+        version: The table version it represents.
+        actions: Non-file actions as ``(name, JSON body)``: protocol, metaData, txn,
+            domainMetadata.
+        adds: ``add`` rows with camelCase columns from :data:`checkpoints.schema.ADD`.
+        removes: Unexpired ``remove`` tombstones, columns from :data:`checkpoints.schema.REMOVE`.
+    """
+
+    version: int
+    actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    adds: pa.Table | None = None
+    removes: pa.Table | None = None
+
+
+def _struct_from_table(table: pa.Table | None, target: pa.StructType) -> pa.StructArray:
+    if table is None or table.num_rows == 0:
+        return pa.array([], type=target)
+    n = table.num_rows
+    children = []
+    for f in target:
+        if f.name in table.column_names:
+            children.append(table.column(f.name).combine_chunks().cast(f.type))
+        else:
+            children.append(pa.nulls(n, f.type))
+    return pa.StructArray.from_arrays(children, fields=list(target))
+
+
+def build_checkpoint_table(content: CheckpointContent) -> pa.Table:
+    """The checkpoint as an Arrow table in delta-spark's classic schema."""
+    schema = classic_schema()
+    small = content.actions
+    n_small = len(small)
+    adds = _struct_from_table(content.adds, ADD)
+    removes = _struct_from_table(content.removes, REMOVE)
+    n_add, n_remove = len(adds), len(removes)
+    columns = []
+    for f in schema:
+        if f.name == "add":
+            parts = [pa.nulls(n_small, ADD), adds, pa.nulls(n_remove, ADD)]
+        elif f.name == "remove":
+            parts = [pa.nulls(n_small + n_add, REMOVE), removes]
+        else:
+            values = [body if name == f.name else None for name, body in small]
+            try:
+                head = pa.array(values, type=f.type)
+            except (pa.ArrowException, TypeError, ValueError) as exc:
+                raise CheckpointFormatError(f"invalid {f.name} action: {exc}") from exc
+            parts = [head, pa.nulls(n_add + n_remove, f.type)]
+        columns.append(pa.concat_arrays(parts))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _checkpoint_name(version: int) -> str:
+    return f"{version:020d}.checkpoint.parquet"
+
+
+def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent) -> LastCheckpoint:
+    """Write ``<version>.checkpoint.parquet`` and then point ``_last_checkpoint`` at it.
+
+    The Parquet file is published with create-if-absent: if another writer already wrote the
+    same checkpoint, theirs is kept. ``_last_checkpoint`` is only ever moved forward.
+
+    Returns:
+        What was written to ``_last_checkpoint`` (or would have been, if it was newer already).
+
+    Raises:
+        CheckpointFormatError: The content cannot be laid out in the checkpoint schema.
+        LogStoreError: The store failed.
+    """
+    table = build_checkpoint_table(content)
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="snappy")
+    data = sink.getvalue()
+    path = LogStore.join(log_path, _checkpoint_name(content.version))
+    try:
+        store.write(path, data, overwrite=False)
+    except FileAlreadyExistsError:
+        data_size = store.stat(path).size
+    else:
+        data_size = len(data)
+    n_add = content.adds.num_rows if content.adds is not None else 0
+    pointer: dict[str, Any] = {
+        "version": content.version,
+        "size": table.num_rows,
+        "sizeInBytes": data_size,
+        "numOfAddFiles": n_add,
+    }
+    pointer["checksum"] = json_checksum(pointer)
+    last = LastCheckpoint(
+        version=content.version,
+        size=table.num_rows,
+        size_in_bytes=data_size,
+        num_of_add_files=n_add,
+        extra={"checksum": pointer["checksum"]},
+    )
+    pointer_path = LogStore.join(log_path, LAST_CHECKPOINT)
+    try:
+        current = parse_last_checkpoint(store.read(pointer_path))
+        if current.version >= content.version:
+            return last
+    except (LogFileNotFoundError, CheckpointFormatError):
+        pass
+    store.write(pointer_path, orjson.dumps(pointer), overwrite=True)
+    return last
+
+
+def checkpoint_file_names(version: int) -> Sequence[str]:
+    """Names of the files :func:`write_checkpoint` creates for ``version``."""
+    return (_checkpoint_name(version), LAST_CHECKPOINT)

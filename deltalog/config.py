@@ -1,0 +1,70 @@
+"""Typed access to the table properties deltalog acts on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from deltalog.errors import InvalidInputError
+
+_INTERVAL = re.compile(r"^\s*(?:interval\s+)?(\d+)\s*([a-z]+)\s*$", re.IGNORECASE)
+_UNIT_MS = {
+    "millisecond": 1,
+    "second": 1000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 7 * 86_400_000,
+}
+
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
+LOG_RETENTION = "delta.logRetentionDuration"
+EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+
+
+def parse_interval_ms(text: str) -> int:
+    """Milliseconds in a Delta interval such as ``interval 1 week`` or ``30 days``.
+
+    Raises:
+        InvalidInputError: The text is not an interval.
+    """
+    m = _INTERVAL.match(text)
+    if not m:
+        raise InvalidInputError(f"not an interval: {text!r}")
+    unit = m.group(2).lower().rstrip("s")
+    if unit not in _UNIT_MS:
+        raise InvalidInputError(f"unknown interval unit in {text!r}")
+    return int(m.group(1)) * _UNIT_MS[unit]
+
+
+def checkpoint_interval(config: Mapping[str, str | None]) -> int:
+    """``delta.checkpointInterval`` (default 10)."""
+    raw = config.get(CHECKPOINT_INTERVAL)
+    try:
+        value = int(raw) if raw else 10
+    except ValueError:
+        raise InvalidInputError(f"{CHECKPOINT_INTERVAL} must be an integer: {raw!r}") from None
+    if value <= 0:
+        raise InvalidInputError(f"{CHECKPOINT_INTERVAL} must be positive: {raw!r}")
+    return value
+
+
+def duration_ms(config: Mapping[str, str | None], key: str, default: str) -> int:
+    """A duration property in milliseconds."""
+    return parse_interval_ms(config.get(key) or default)
+
+
+def tombstone_retention_ms(config: Mapping[str, str | None]) -> int:
+    """``delta.deletedFileRetentionDuration`` (default one week)."""
+    return duration_ms(config, DELETED_FILE_RETENTION, "interval 1 week")
+
+
+def log_retention_ms(config: Mapping[str, str | None]) -> int:
+    """``delta.logRetentionDuration`` (default 30 days)."""
+    return duration_ms(config, LOG_RETENTION, "interval 30 days")
+
+
+def expired_log_cleanup(config: Mapping[str, str | None]) -> bool:
+    """``delta.enableExpiredLogCleanup`` (default true, as in delta-spark)."""
+    return (config.get(EXPIRED_LOG_CLEANUP) or "true").lower() == "true"
