@@ -16,7 +16,7 @@ from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.commit import make_commit_info, publish
-from deltalog.config import checkpoint_interval
+from deltalog.config import checkpoint_interval, expired_log_cleanup
 from deltalog.errors import (
     CommitFailedError,
     InvalidInputError,
@@ -29,6 +29,7 @@ from deltalog.errors import (
 from deltalog.features import check_writable, protocol_for_new_table
 from deltalog.paths import check_relative, commit_name, encode_path, has_scheme
 from deltalog.replay import advance, read_commit, replay, scheme_prefix
+from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, list_log
 from deltalog.snapshot import Snapshot
@@ -388,8 +389,21 @@ class DeltaTable:
         try:
             if snap.version % checkpoint_interval(snap.configuration) == 0:
                 write_snapshot_checkpoint(self._storage, snap)
+                if expired_log_cleanup(snap.configuration):
+                    cleanup_log(self._storage, dict(snap.configuration))
         except Exception:  # the commit is durable already; a checkpoint is an optimisation
             _log.warning("checkpoint of version %d failed", snap.version, exc_info=True)
+
+    def cleanup_log(self) -> list[str]:
+        """Delete log files older than ``delta.logRetentionDuration`` (default 30 days).
+
+        Only commits and checkpoints older than the newest checkpoint written before the cutoff
+        are deleted; every version from that checkpoint on stays readable.
+
+        Returns:
+            The names of the deleted files.
+        """
+        return cleanup_log(self._storage, dict(self._snapshot.configuration))
 
     def checkpoint(self) -> LastCheckpoint:
         """Write a checkpoint of the version this object reads and point ``_last_checkpoint`` at it.

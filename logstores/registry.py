@@ -9,6 +9,7 @@ A store class provides ``from_uri(uri, options) -> (store, root)``.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Protocol, cast
@@ -17,6 +18,7 @@ from logstores.base import LogStore
 from logstores.errors import MissingDependencyError, UnknownSchemeError
 
 ENTRY_POINT_GROUP = "deltalog.logstores"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 #: scheme -> (``module:Class``, pip extra that brings its SDK or ``None``)
 BUILTIN_STORES: dict[str, tuple[str, str | None]] = {
@@ -36,12 +38,10 @@ class _StoreFactory(Protocol):
 
 
 def scheme_of(uri: str) -> str:
-    """Return the URL scheme of ``uri``; plain paths (and Windows drives) count as ``file``."""
-    head, sep, _ = uri.partition("://")
-    if sep and head.isidentifier():
-        return head.lower()
-    if uri.startswith("file:"):
-        return "file"
+    """Return the URL scheme of ``uri`` (RFC 3986 syntax); plain paths count as ``file``."""
+    m = _SCHEME.match(uri)
+    if m:
+        return m.group(1).lower()
     return "file"
 
 

@@ -232,3 +232,56 @@ def test_checkpoint_replay_equals_json_replay(name: str) -> None:
     assert sorted(json_only.files.column("path").to_pylist()) == sorted(
         with_cp.files.column("path").to_pylist()
     )
+
+
+# ------------------------------------------------------------------------ retention
+
+DAY = 86_400
+
+
+def _age(root: Path, names: list[str], days: float) -> None:
+    old = __import__("time").time() - days * DAY
+    for name in names:
+        os.utime(root / "_delta_log" / name, (old, old))
+
+
+def test_cleanup_log_keeps_everything_needed(tmp_path: Path) -> None:
+    table = _appended(tmp_path, 25)
+    names = _log(tmp_path)
+    old = [f"{v:020d}.json" for v in range(0, 15)] + ["00000000000000000010.checkpoint.parquet"]
+    _age(tmp_path, old, 40)
+    deleted = table.cleanup_log()
+    assert sorted(deleted) == [f"{v:020d}.json" for v in range(0, 10)]
+    assert set(_log(tmp_path)) == set(names) - set(deleted)
+    assert DeltaTable(str(tmp_path)).files().num_rows == 25
+    assert DeltaTable(str(tmp_path), version=10).files().num_rows == 10
+    assert DeltaTable(str(tmp_path), version=12).files().num_rows == 12
+    with pytest.raises(VersionNotFoundError):
+        DeltaTable(str(tmp_path), version=9)
+
+
+def test_cleanup_log_without_old_checkpoint_deletes_nothing(tmp_path: Path) -> None:
+    table = _appended(tmp_path, 25)
+    _age(tmp_path, [f"{v:020d}.json" for v in range(0, 26)], 40)  # checkpoints stay young
+    assert table.cleanup_log() == []
+    assert DeltaTable(str(tmp_path), version=0).version() == 0
+
+
+def test_cleanup_log_skips_unreadable_checkpoint(tmp_path: Path) -> None:
+    table = _appended(tmp_path, 25)
+    _age(tmp_path, _log(tmp_path), 40)
+    _cp(tmp_path, 20).write_bytes(b"junk")
+    _age(tmp_path, ["00000000000000000020.checkpoint.parquet"], 40)
+    deleted = table.cleanup_log()
+    assert max(deleted) == "00000000000000000009.json"
+    assert DeltaTable(str(tmp_path)).version() == 25
+
+
+def test_cleanup_runs_after_checkpoints_when_enabled(tmp_path: Path) -> None:
+    table = _appended(tmp_path, 19, configuration={"delta.logRetentionDuration": "interval 1 day"})
+    _age(tmp_path, _log(tmp_path), 2)
+    table.append_files([write_parquet(tmp_path, "p=0/last.parquet", pa.table({"id": [0]}))])
+    names = _log(tmp_path)
+    assert "00000000000000000000.json" not in names and "00000000000000000009.json" not in names
+    assert "00000000000000000010.checkpoint.parquet" in names
+    assert DeltaTable(str(tmp_path)).files().num_rows == 20

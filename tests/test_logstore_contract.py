@@ -1,0 +1,426 @@
+"""The LogStore contract, run over every backend of the ``log_store`` fixture (conftest.py).
+
+Add a backend to ``conftest.STORE_BACKENDS`` and every test here runs against it too. Also
+tests ``logstores.open_store``, the scheme registry.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from logstores import (
+    FileAlreadyExistsError,
+    FileStatus,
+    LocalLogStore,
+    LogFileNotFoundError,
+    LogStoreError,
+    MemoryLogStore,
+    MissingDependencyError,
+    StoreConfigurationError,
+    UnknownSchemeError,
+    open_store,
+)
+
+if TYPE_CHECKING:
+    from conftest import StoreUnderTest
+
+COMMIT_0 = "00000000000000000000.json"
+
+
+def _names(statuses: list[FileStatus]) -> list[str]:
+    return [s.name for s in statuses]
+
+
+# --------------------------------------------------------------------------- read / write
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b'{"commitInfo":{}}\n{"add":{}}\n', id="json-lines"),
+        pytest.param(b"", id="empty"),
+        pytest.param(bytes(range(256)) * 4, id="binary"),
+        pytest.param(os.urandom(3 << 20), id="3MiB"),
+    ],
+)
+def test_write_then_read_round_trips(log_store: StoreUnderTest, data: bytes) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", COMMIT_0)
+    store.write(path, data)
+    assert store.read(path) == data
+    with store.open_input(path) as fh:
+        assert fh.read() == data
+
+
+def test_write_into_a_directory_that_does_not_exist_yet(log_store: StoreUnderTest) -> None:
+    # The first commit of a new table goes into a _delta_log that does not exist yet.
+    path = log_store.path("new", "deeper", "_delta_log", COMMIT_0)
+    log_store.store.write(path, b"x")
+    assert log_store.store.read(path) == b"x"
+
+
+def test_create_if_absent_refuses_an_existing_file(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", COMMIT_0)
+    store.write(path, b"first")
+    with pytest.raises(FileAlreadyExistsError) as info:
+        store.write(path, b"second")
+    assert isinstance(info.value, FileExistsError)
+    assert isinstance(info.value, LogStoreError)
+    with pytest.raises(FileAlreadyExistsError):
+        store.write(path, b"third", overwrite=False)
+    assert store.read(path) == b"first"
+
+
+def test_overwrite_replaces_and_creates(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", "_last_checkpoint")
+    store.write(path, b"created by overwrite", overwrite=True)
+    assert store.read(path) == b"created by overwrite"
+    store.write(path, b"replaced", overwrite=True)
+    assert store.read(path) == b"replaced"
+    assert store.stat(path).size == len(b"replaced")
+
+
+def test_read_of_a_missing_file(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    store.write(log_store.path("_delta_log", COMMIT_0), b"x")
+    for missing in (
+        log_store.path("_delta_log", "00000000000000000001.json"),  # directory exists
+        log_store.path("nowhere", COMMIT_0),  # directory does not
+    ):
+        with pytest.raises(LogFileNotFoundError) as info:
+            store.read(missing)
+        assert isinstance(info.value, FileNotFoundError)
+        assert isinstance(info.value, LogStoreError)
+        with pytest.raises(LogFileNotFoundError):
+            store.open_input(missing)
+
+
+def test_reading_a_directory_raises_a_store_error(log_store: StoreUnderTest) -> None:
+    # Whatever the backend's own error is, only LogStoreError subclasses may escape.
+    store = log_store.store
+    store.write(log_store.path("_delta_log", COMMIT_0), b"x")
+    with pytest.raises(LogStoreError):
+        store.read(log_store.path("_delta_log"))
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def test_list_from_returns_names_at_or_after_start_in_lexicographic_order(
+    log_store: StoreUnderTest,
+) -> None:
+    store = log_store.store
+    names = [
+        "00000000000000000010.json",
+        "00000000000000000002.checkpoint.parquet",
+        "00000000000000000009.json",
+        "_last_checkpoint",
+        "00000000000000000002.json",
+        "00000000000000000001.json",
+        "00000000000000000011.crc",
+    ]
+    for name in names:  # deliberately not in sorted order
+        store.write(log_store.path("_delta_log", name), name.encode())
+
+    everything = list(store.list_from(log_store.path("_delta_log", "")))
+    assert _names(everything) == sorted(names)
+
+    start = "00000000000000000002.json"
+    listed = list(store.list_from(log_store.path("_delta_log", start)))
+    assert _names(listed) == sorted(n for n in names if n >= start)
+    assert _names(listed)[0] == start
+
+    # The start name need not exist.
+    between = "00000000000000000005.json"
+    assert _names(store.list_from(log_store.path("_delta_log", between))) == sorted(
+        n for n in names if n >= between
+    )
+    # Past every name: nothing (the directory exists, so no error).
+    assert list(store.list_from(log_store.path("_delta_log", "~"))) == []
+
+
+def test_list_from_gives_full_paths_sizes_and_times(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    before_ms = time.time_ns() // 1_000_000 - 5_000
+    store.write(log_store.path("_delta_log", COMMIT_0), b"12345")
+    after_ms = time.time_ns() // 1_000_000 + 5_000
+    (status,) = store.list_from(log_store.path("_delta_log", COMMIT_0))
+    assert status.path == log_store.path("_delta_log", COMMIT_0)
+    assert status.name == COMMIT_0
+    assert status.size == 5
+    assert isinstance(status.modification_time, int)
+    assert before_ms <= status.modification_time <= after_ms
+    assert store.stat(status.path) == status
+
+
+def test_list_from_covers_only_that_directory(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    store.write(log_store.path("_delta_log", COMMIT_0), b"x")
+    # Subdirectories (V2 checkpoint sidecars) and a sibling whose name extends the directory's.
+    store.write(log_store.path("_delta_log", "_sidecars", "a.parquet"), b"x")
+    store.write(log_store.path("_delta_log", "zzz", "00000000000000000001.json"), b"x")
+    store.write(log_store.path("_delta_log_backup", "00000000000000000001.json"), b"x")
+    store.write(log_store.path("part-00000.parquet"), b"x")
+
+    listed = list(store.list_from(log_store.path("_delta_log", "")))
+    assert _names(listed) == [COMMIT_0]
+    assert [s.path for s in listed] == [log_store.path("_delta_log", COMMIT_0)]
+
+
+def test_list_from_sees_a_write_immediately(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    start = log_store.path("_delta_log", COMMIT_0)
+    store.write(start, b"0")
+    for version in range(1, 20):
+        name = f"{version:020d}.json"
+        store.write(log_store.path("_delta_log", name), b"x")
+        assert _names(store.list_from(start))[-1] == name
+        assert len(list(store.list_from(start))) == version + 1
+
+
+def test_list_from_a_missing_directory(log_store: StoreUnderTest) -> None:
+    with pytest.raises(LogFileNotFoundError) as info:
+        list(log_store.store.list_from(log_store.path("_delta_log", COMMIT_0)))
+    assert isinstance(info.value, FileNotFoundError)
+
+
+# --------------------------------------------------------------------------- stat / delete / exists
+
+
+def test_stat(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", COMMIT_0)
+    store.write(path, b"x" * 1234)
+    status = store.stat(path)
+    assert status.size == 1234
+    assert status.path == path
+    assert status.name == COMMIT_0
+    with pytest.raises(LogFileNotFoundError):
+        store.stat(log_store.path("_delta_log", "00000000000000000001.json"))
+
+
+def test_delete_is_idempotent(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", COMMIT_0)
+    keep = log_store.path("_delta_log", "00000000000000000001.json")
+    store.write(path, b"x")
+    store.write(keep, b"y")
+    store.delete(path)
+    assert not store.exists(path)
+    with pytest.raises(LogFileNotFoundError):
+        store.read(path)
+    store.delete(path)  # again: not an error
+    store.delete(log_store.path("_delta_log", "never-written"))
+    store.delete(log_store.path("no-such-dir", "never-written"))
+    assert store.read(keep) == b"y"
+    assert _names(store.list_from(log_store.path("_delta_log", ""))) == [
+        "00000000000000000001.json"
+    ]
+    # A deleted name can be created again.
+    store.write(path, b"again")
+    assert store.read(path) == b"again"
+
+
+def test_exists(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", COMMIT_0)
+    assert not store.exists(path)
+    assert not store.exists(log_store.path("no-such-dir", "x"))
+    store.write(path, b"x")
+    assert store.exists(path)
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_threads_racing_create_if_absent_have_exactly_one_winner(
+    log_store: StoreUnderTest,
+) -> None:
+    store = log_store.store
+    writers, rounds = 8, 25
+    barrier = threading.Barrier(writers)
+    won: dict[int, list[int]] = {r: [] for r in range(rounds)}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run(writer: int) -> None:
+        for r in range(rounds):
+            path = log_store.path("_delta_log", f"{r:020d}.json")
+            try:
+                barrier.wait(timeout=30)
+                store.write(path, f"writer {writer}".encode())
+            except FileAlreadyExistsError:
+                continue
+            except BaseException as exc:
+                with lock:
+                    errors.append(exc)
+                barrier.abort()
+                return
+            with lock:
+                won[r].append(writer)
+
+    threads = [threading.Thread(target=run, args=(w,), daemon=True) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a writer hung"
+    assert not errors, errors
+    for r, winners in won.items():
+        assert len(winners) == 1, f"round {r}: winners {winners}"
+        path = log_store.path("_delta_log", f"{r:020d}.json")
+        assert store.read(path) == f"writer {winners[0]}".encode()
+    # Losers leave nothing visible behind (no temp files in the listing).
+    listed = _names(store.list_from(log_store.path("_delta_log", "")))
+    assert listed == [f"{r:020d}.json" for r in range(rounds)]
+
+
+def test_a_reader_never_sees_a_partial_file(log_store: StoreUnderTest) -> None:
+    # Only the published names count: a local store's in-flight temp files (".<name>.<id>.tmp")
+    # may show up in a listing, but a commit or _last_checkpoint must never be seen half-written.
+    store = log_store.store
+    if store.is_partial_write_visible:
+        pytest.skip("the store declares partial writes visible")
+    size, count = 1 << 20, 20
+    published = {f"{i:020d}.json" for i in range(count)} | {"_last_checkpoint"}
+    done = threading.Event()
+    bad: list[tuple[str, int]] = []
+    failures: list[BaseException] = []
+    reads = 0
+    hint = log_store.path("_delta_log", "_last_checkpoint")
+    store.write(hint, b"a" * size, overwrite=True)
+
+    def reader() -> None:
+        nonlocal reads
+        try:
+            while not done.is_set():
+                for status in store.list_from(log_store.path("_delta_log", "")):
+                    if status.name not in published:
+                        continue
+                    try:
+                        data = store.read(status.path)
+                    except LogFileNotFoundError:
+                        continue
+                    reads += 1
+                    if len(data) != size or len(set(data)) != 1:  # short, or old+new mixed
+                        bad.append((status.name, len(data)))
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    try:
+        for i in range(count):
+            fill = b"bc"[i % 2 : i % 2 + 1] * size
+            store.write(log_store.path("_delta_log", f"{i:020d}.json"), fill)
+            store.write(hint, fill, overwrite=True)
+    finally:
+        done.set()
+        thread.join(timeout=30)
+    assert not failures, failures
+    assert reads > 0
+    assert not bad, f"reader saw partial or torn files: {bad[:5]}"
+
+
+# --------------------------------------------------------------------------- open_store
+
+
+def test_open_store_bare_relative_path_is_local_and_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store, root = open_store("some/table")
+    assert isinstance(store, LocalLogStore)
+    assert os.path.isabs(root)
+    assert root == str(tmp_path / "some" / "table")
+
+
+def test_open_store_bare_absolute_path(tmp_path: Path) -> None:
+    store, root = open_store(str(tmp_path / "table"))
+    assert isinstance(store, LocalLogStore)
+    assert root == str(tmp_path / "table")
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        pytest.param("file://{p}/table", "{p}/table", id="file-triple-slash"),
+        pytest.param("file:{p}/table", "{p}/table", id="file-single-slash"),
+        pytest.param("file://localhost{p}/table", "{p}/table", id="file-localhost"),
+        pytest.param("file://{p}/table/", "{p}/table", id="file-trailing-slash"),
+        pytest.param("file://{p}/with%20space", "{p}/with space", id="file-percent-encoded"),
+    ],
+)
+def test_open_store_file_uri(tmp_path: Path, template: str, expected: str) -> None:
+    p = str(tmp_path)
+    assert p.startswith("/")
+    store, root = open_store(template.format(p=p))
+    assert isinstance(store, LocalLogStore)
+    assert os.path.isabs(root)
+    assert root == expected.format(p=p)
+
+
+def test_open_store_file_uri_with_remote_host_is_refused() -> None:
+    with pytest.raises(StoreConfigurationError):
+        open_store("file://otherhost/data/table")
+
+
+def test_open_store_local_fsync_option() -> None:
+    store, _ = open_store("/tmp/table", {"local.fsync": "false"})
+    assert isinstance(store, LocalLogStore)
+
+
+def test_open_store_memory() -> None:
+    store, root = open_store("memory://bucket/table")
+    assert isinstance(store, MemoryLogStore)
+    assert root == "memory://bucket/table"
+    # memory:// is one process-wide store: a second open sees the first one's files.
+    again, _ = open_store("memory://bucket/table/")
+    assert again is store
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        pytest.param("foo://bucket/table", id="foo"),
+        pytest.param("hdfs://namenode/table", id="hdfs"),
+        pytest.param("https://example.com/table", id="https"),
+        pytest.param("my-store://bucket/table", id="hyphenated"),
+    ],
+)
+def test_open_store_unknown_scheme(uri: str) -> None:
+    with pytest.raises(UnknownSchemeError) as info:
+        open_store(uri)
+    assert isinstance(info.value, StoreConfigurationError)
+    assert isinstance(info.value, LogStoreError)
+
+
+@pytest.mark.xfail(
+    importlib.util.find_spec("logstores.gcs") is None,
+    strict=True,
+    reason=(
+        "logstores/gcs.py does not exist yet, so the registry raises UnknownSchemeError "
+        "('log store module logstores.gcs ... is not available') for the built-in gs:// scheme "
+        "instead of MissingDependencyError naming pip install 'deltalog[gcs]'"
+    ),
+)
+def test_open_store_gcs_without_sdk_names_the_extra() -> None:
+    try:
+        has_gcs = importlib.util.find_spec("google.cloud.storage") is not None
+    except ModuleNotFoundError:
+        has_gcs = False
+    if has_gcs:
+        pytest.skip("google-cloud-storage is installed")
+    with pytest.raises(MissingDependencyError) as info:
+        open_store("gs://bucket/table")
+    assert isinstance(info.value, ImportError)
+    assert "deltalog[gcs]" in str(info.value)
