@@ -11,7 +11,7 @@ from checkpoints.last_checkpoint import LastCheckpoint
 from checkpoints.schema import ADD, REMOVE
 from checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
-from deltalog.replay import FILES_SCHEMA, TOMBSTONES_SCHEMA
+from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
 

@@ -72,7 +72,7 @@ def parse_partition_value(text: str | None, t: DataType) -> Any:
         if name in ("timestamp", "timestamp_ntz"):
             return _parse_timestamp(text, aware=name == "timestamp")
         if name == "binary":
-            return text.encode("latin-1")
+            return text.encode("utf-8")
         if name == "decimal":
             assert isinstance(t, DecimalType)
             d = decimal.Decimal(text)
@@ -84,7 +84,7 @@ def parse_partition_value(text: str | None, t: DataType) -> Any:
             if -exponent > t.scale or digits - max(0, -exponent) > t.precision - t.scale:
                 raise ValueError(f"does not fit decimal({t.precision},{t.scale})")
             return d
-    except (ValueError, ArithmeticError, UnicodeEncodeError) as exc:
+    except (ValueError, ArithmeticError, UnicodeError) as exc:
         raise PartitionValueError(f"{text!r} is not a valid {name} partition value: {exc}") from exc
     raise PartitionValueError(f"type {name!r} cannot be a partition column")
 
@@ -141,8 +141,13 @@ def serialize_partition_value(value: Any, t: DataType) -> str | None:
         return repr(f)
     if name == "decimal" and isinstance(value, (decimal.Decimal, int)):
         assert isinstance(t, DecimalType)
-        quantized = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-t.scale))
-        return serialize_partition_value(str(quantized), t)
+        with decimal.localcontext() as ctx:
+            ctx.prec = 80
+            try:
+                quantized = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-t.scale))
+            except decimal.InvalidOperation as exc:
+                raise PartitionValueError(f"{value!r} does not fit {t.to_json()}") from exc
+        return serialize_partition_value(format(quantized, "f"), t)
     if name == "date" and isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         return value.isoformat()
     if name == "timestamp" and isinstance(value, dt.datetime):
@@ -154,7 +159,12 @@ def serialize_partition_value(value: Any, t: DataType) -> str | None:
             raise PartitionValueError("timestamp_ntz partition values must be naive")
         return value.strftime("%Y-%m-%d %H:%M:%S.%f")
     if name == "binary" and isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("latin-1")
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PartitionValueError(
+                "binary partition values are stored as UTF-8 text; these bytes are not UTF-8"
+            ) from exc
     if name == "binary" and isinstance(value, str):
         parse_partition_value(value, t)
         return value

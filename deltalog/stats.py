@@ -3,9 +3,10 @@
 Only the Parquet footer is read. Statistics follow the protocol's per-file statistics:
 ``numRecords``, and ``minValues``/``maxValues``/``nullCount`` nested like the schema, for the
 first ``delta.dataSkippingNumIndexedCols`` (default 32) leaf columns outside lists and maps.
-Strings are cut to a 32-character prefix (a cut maximum is left out, since a prefix is not an
-upper bound), timestamps are truncated to milliseconds, and values JSON cannot hold exactly
-(NaN, infinities, decimals that a double would round) are left out.
+Strings are cut to a 32-character prefix (a column whose maximum would be cut gets no bounds,
+since a prefix is not an upper bound), timestamps are truncated to milliseconds, and a column
+whose bounds JSON cannot hold exactly (NaN, infinities, decimals a double would round) gets no
+bounds. A column has both ``minValues`` and ``maxValues`` or neither.
 """
 
 from __future__ import annotations
@@ -219,9 +220,9 @@ def compute_stats(footer: FooterInfo, num_indexed_cols: int = DEFAULT_INDEXED_CO
             lo = lo[:STRING_PREFIX]
         if isinstance(hi, str) and not _is_ts(arrow_type) and len(hi) > STRING_PREFIX:
             hi = None
-        if lo is not None:
+        # Both bounds or neither: some readers (delta-rs 1.6) mishandle a lone bound.
+        if lo is not None and hi is not None:
             _set(mins, path, lo)
-        if hi is not None:
             _set(maxs, path, hi)
     stats["minValues"] = mins
     stats["maxValues"] = maxs

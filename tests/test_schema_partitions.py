@@ -136,7 +136,11 @@ def test_partition_value_serialisation() -> None:
     assert serialize_partition_value(ts, PrimitiveType("timestamp")) == (
         "2021-01-02T01:04:05.000000Z"
     )
-    assert serialize_partition_value(b"\x00\xff", PrimitiveType("binary")) == "\x00\xff"
+    assert serialize_partition_value("é".encode(), PrimitiveType("binary")) == "é"
+    with pytest.raises(PartitionValueError):
+        serialize_partition_value(b"\xff", PrimitiveType("binary"))
+    wide = decimal.Decimal("1234567890123456789012345678.0123456789")
+    assert serialize_partition_value(wide, DecimalType(38, 10)) == str(wide)
     with pytest.raises(PartitionValueError):
         serialize_partition_value(dt.datetime(2021, 1, 1), PrimitiveType("timestamp"))
 

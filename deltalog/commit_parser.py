@@ -1,0 +1,230 @@
+"""Columnar parsing of commit files: ``add``/``remove`` lines go straight to Arrow.
+
+Commit files are mostly file actions. Their lines are recognised by prefix and handed, all at
+once, to pyarrow's JSON reader with an explicit schema, so no Python object is built per file
+action. Every other line (protocol, metadata, txn, domain metadata, commitInfo, unknown
+actions) is few in number and goes through :func:`deltalog.actions.parse_action`.
+
+``partitionValues`` is read as a struct of the known partition columns and turned into the
+protocol's string map without leaving Arrow. Whenever the fast result could differ from the
+exact parser (an unexpected partition key, a missing required field, a type the reader rejects,
+a line it cannot split), :func:`parse_commits` returns ``None`` and the caller uses the exact
+parser, which also produces the precise error for malformed input.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from checkpoints.schema import ADD, REMOVE
+from deltalog.actions import Action, CommitInfo, Metadata, parse_action
+from deltalog.errors import MalformedCommitError
+from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
+
+_ADD = b'{"add":{'
+_REMOVE = b'{"remove":{'
+_COMMIT_INFO = b'{"commitInfo":'
+_BLOCK = 16 << 20
+_REQUIRED_ADD = ("path", "partitionValues", "size", "modificationTime", "dataChange")
+
+
+@dataclass
+class ParsedCommits:
+    """The actions of consecutive commits.
+
+    Attributes:
+        other: Non-file actions other than commitInfo, with their versions, in log order.
+        last_commit_info: The commitInfo of the last commit, if it has one.
+        order: One flag per file action in log order, ``True`` for add.
+        adds: Add rows (``FILES_SCHEMA``), in log order.
+        removes: Remove rows (``TOMBSTONES_SCHEMA``), in log order.
+    """
+
+    other: list[tuple[int, Action]] = field(default_factory=list)
+    last_commit_info: CommitInfo | None = None
+    order: list[bool] = field(default_factory=list)
+    adds: pa.Table = field(default_factory=FILES_SCHEMA.empty_table)
+    removes: pa.Table = field(default_factory=TOMBSTONES_SCHEMA.empty_table)
+
+
+def _json_schema(action: str, partition_columns: Sequence[str]) -> pa.Schema:
+    full = ADD if action == "add" else REMOVE
+    fields = []
+    for f in full:
+        if f.name == "partitionValues":
+            fields.append(
+                pa.field(f.name, pa.struct([(c, pa.string()) for c in partition_columns]))
+            )
+        elif f.name != "tags":
+            fields.append(f)
+    if action == "remove":
+        fields.append(pa.field("stats", pa.string()))
+    return pa.schema([(action, pa.struct(fields))])
+
+
+def _struct_to_map(arr: pa.StructArray, target: pa.DataType) -> pa.Array:
+    """A struct of string columns as a ``map<string,string>`` with one entry per column."""
+    n, k = len(arr), arr.type.num_fields
+    names = [arr.type.field(j).name for j in range(k)]
+    offsets = pa.array(range(0, (n + 1) * k, k) if k else [0] * (n + 1), pa.int32())
+    if k == 0:
+        keys, items = pa.array([], pa.string()), pa.array([], pa.string())
+    elif k == 1:
+        keys = pa.repeat(pa.scalar(names[0]), n) if n else pa.array([], pa.string())
+        items = arr.field(0)
+    else:
+        flat = pa.array(range(n * k), pa.int64())
+        row = pc.divide(flat, k)
+        col = pc.subtract(flat, pc.multiply(row, k))
+        keys = pa.array(names, pa.string()).take(col)
+        items = pa.concat_arrays([arr.field(j) for j in range(k)]).take(
+            pc.add(pc.multiply(col, n), row)
+        )
+    mask = arr.is_null() if arr.null_count else None
+    result = pa.MapArray.from_arrays(offsets, keys, items.cast(pa.string()), mask=mask)
+    return result.cast(target)
+
+
+def _conform(column: pa.StructArray, schema: pa.Schema, tags: pa.Array | None) -> pa.Table:
+    arrays = []
+    for f in schema:
+        camel = {snake(c.name): c.name for c in column.type}
+        name = camel.get(f.name)
+        if f.name == "partition_values":
+            assert name is not None
+            arrays.append(_struct_to_map(column.field(name), f.type))
+        elif f.name == "tags":
+            arrays.append(tags if tags is not None else pa.nulls(len(column), f.type))
+        elif name is None:
+            arrays.append(pa.nulls(len(column), f.type))
+        else:
+            child = column.field(name)
+            if pa.types.is_struct(f.type):
+                kids = [
+                    child.field(k.name).cast(k.type)
+                    if child.type.get_field_index(k.name) >= 0
+                    else pa.nulls(len(child), k.type)
+                    for k in f.type
+                ]
+                mask = child.is_null() if child.null_count else None
+                child = pa.StructArray.from_arrays(kids, fields=list(f.type), mask=mask)
+            arrays.append(child.cast(f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _tags(lines: list[bytes], target: pa.DataType) -> pa.Array | None:
+    if not any(b'"tags":' in line for line in lines):
+        return None
+    values = []
+    for line in lines:
+        tags = orjson.loads(line)["add"].get("tags") if b'"tags":' in line else None
+        values.append(tags if isinstance(tags, dict) else None)
+    return pa.array(values, type=target)
+
+
+def _read(
+    lines: list[bytes], action: str, partition_columns: Sequence[str]
+) -> pa.StructArray | None:
+    schema = _json_schema(action, partition_columns)
+    try:
+        table = pj.read_json(
+            io.BytesIO(b"\n".join(lines)),
+            read_options=pj.ReadOptions(block_size=_BLOCK),
+            parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="infer"
+            ),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != len(lines) or table.column_names[0] != action:
+        return None
+    column = table.column(action).combine_chunks()
+    if column.null_count:
+        return None
+    pv = column.type.field("partitionValues").type
+    if pv.num_fields != len(partition_columns):
+        return None  # a partition key the table does not declare
+    return column
+
+
+def _key_order(line: bytes, action: str, columns: list[str]) -> list[str] | None:
+    """Partition keys in the order the log writes them (taken from one line)."""
+    try:
+        body = orjson.loads(line)[action]
+        values = body.get("partitionValues")
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(values, dict):
+        return columns if action == "remove" else None
+    return list(values) if set(values) == set(columns) else None
+
+
+def parse_commits(
+    commits: Iterable[tuple[int, bytes]], partition_columns: Sequence[str] | None
+) -> ParsedCommits | None:
+    """Parse commits ``(version, content)`` in order; ``None`` when the exact parser must run.
+
+    Args:
+        commits: Commit versions and file contents, ascending.
+        partition_columns: Partition columns in force before these commits, or ``None`` when
+            no metadata precedes them.
+    """
+    out = ParsedCommits()
+    add_lines: list[bytes] = []
+    remove_lines: list[bytes] = []
+    layouts = set() if partition_columns is None else {tuple(partition_columns)}
+    last_ci: bytes | None = None
+    try:
+        for version, data in commits:
+            last_ci = None
+            for line in data.split(b"\n"):
+                if line.startswith(_ADD):
+                    add_lines.append(line)
+                    out.order.append(True)
+                elif line.startswith(_REMOVE):
+                    remove_lines.append(line)
+                    out.order.append(False)
+                elif line.startswith(_COMMIT_INFO):
+                    if not isinstance(orjson.loads(line), dict):
+                        return None
+                    last_ci = line
+                elif line.strip():
+                    action = parse_action(orjson.loads(line))
+                    out.other.append((version, action))
+                    if isinstance(action, Metadata):
+                        layouts.add(tuple(action.partition_columns))
+    except (orjson.JSONDecodeError, MalformedCommitError):
+        return None
+    if len(layouts) > 1:
+        return None  # partitioning changed within these commits: keys differ by version
+    columns = list(layouts.pop()) if layouts else []
+    if last_ci is not None:
+        info = parse_action(orjson.loads(last_ci))
+        out.last_commit_info = info if isinstance(info, CommitInfo) else None
+    if add_lines:
+        order = _key_order(add_lines[0], "add", columns)
+        if order is None:
+            return None
+        column = _read(add_lines, "add", order)
+        if column is None:
+            return None
+        for name in _REQUIRED_ADD:
+            if column.field(name).null_count:
+                return None
+        out.adds = _conform(column, FILES_SCHEMA, _tags(add_lines, FILES_SCHEMA.field("tags").type))
+    if remove_lines:
+        order = _key_order(remove_lines[0], "remove", columns)
+        if order is None:
+            return None
+        column = _read(remove_lines, "remove", order)
+        if column is None or column.field("path").null_count:
+            return None
+        out.removes = _conform(column, TOMBSTONES_SCHEMA, None)
+    return out

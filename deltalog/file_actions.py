@@ -1,0 +1,198 @@
+"""File actions as Arrow: conversions, keys, and the last-action-wins merge used by replay."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkpoints.schema import ADD, REMOVE
+from deltalog.actions import AddFile, RemoveFile
+
+
+def snake(name: str) -> str:
+    """``modificationTime`` → ``modification_time``."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+ADD_FIELDS = tuple(f.name for f in ADD)
+TOMBSTONE_FIELDS = (
+    "path",
+    "deletionTimestamp",
+    "dataChange",
+    "extendedFileMetadata",
+    "partitionValues",
+    "size",
+    "deletionVector",
+)
+#: Columns of ``Snapshot.files``: the ``add`` action's fields in snake_case.
+FILES_SCHEMA = pa.schema([pa.field(snake(f.name), f.type) for f in ADD])
+#: Columns of ``Snapshot.tombstones``.
+TOMBSTONES_SCHEMA = pa.schema(
+    [pa.field(snake(REMOVE.field(n).name), REMOVE.field(n).type) for n in TOMBSTONE_FIELDS]
+)
+_DV_FIELDS = [f.name for f in FILES_SCHEMA.field("deletion_vector").type]
+
+
+def scheme_prefix(root: str) -> str:
+    """What qualifies an absolute, scheme-less path under ``root``: ``file:`` or ``s3://b``."""
+    if "://" not in root:
+        return "file:"
+    scheme, _, rest = root.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def canonical_path(path: str, prefix: str) -> str:
+    """The form of ``path`` used to match adds with removes (delta-spark's canonicalisation)."""
+    if path.startswith("file:///"):
+        return "file:/" + path[8:]
+    if path.startswith("/") and not path.startswith("//"):
+        return prefix + path
+    return path
+
+
+def file_key(path: str, dv_id: str | None, prefix: str) -> str:
+    """The reconciliation key of a logical file: canonical path plus deletion vector id."""
+    key = canonical_path(path, prefix)
+    return key if dv_id is None else f"{key}\x00{dv_id}"
+
+
+def arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
+    """Vectorised :func:`file_key` over a files or tombstones table."""
+    path = table.column("path").combine_chunks()
+    if pc.any(pc.starts_with(path, "/")).as_py() or pc.any(pc.starts_with(path, "file:")).as_py():
+        fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
+        qualified = pc.binary_join_element_wise(prefix, fixed, "")
+        is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
+        path = pc.if_else(is_abs, qualified, fixed)
+    dv = table.column("deletion_vector").combine_chunks()
+    if dv.null_count == len(dv):
+        return path
+    offset = pc.cast(dv.field("offset"), pa.string())
+    dv_id = pc.binary_join_element_wise(
+        dv.field("storageType"),
+        dv.field("pathOrInlineDv"),
+        pc.if_else(pc.is_null(offset), "", pc.binary_join_element_wise("@", offset, "")),
+        "",
+    )
+    return pc.if_else(pc.is_null(dv), path, pc.binary_join_element_wise(path, dv_id, "\x00"))
+
+
+def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if dv is None else {name: dv.get(name) for name in _DV_FIELDS}
+
+
+def adds_to_table(adds: Sequence[AddFile]) -> pa.Table:
+    """Arrow table (``FILES_SCHEMA``) of add actions."""
+    if not adds:
+        return FILES_SCHEMA.empty_table()
+    cols: dict[str, list[Any]] = {
+        "path": [a.path for a in adds],
+        "partition_values": [a.partition_values for a in adds],
+        "size": [a.size for a in adds],
+        "modification_time": [a.modification_time for a in adds],
+        "data_change": [a.data_change for a in adds],
+        "tags": [a.tags for a in adds],
+        "deletion_vector": [_dv_row(a.deletion_vector) for a in adds],
+        "base_row_id": [a.base_row_id for a in adds],
+        "default_row_commit_version": [a.default_row_commit_version for a in adds],
+        "clustering_provider": [a.clustering_provider for a in adds],
+        "stats": [a.stats for a in adds],
+    }
+    return pa.Table.from_pydict(cols, schema=FILES_SCHEMA)
+
+
+def removes_to_table(removes: Sequence[RemoveFile]) -> pa.Table:
+    """Arrow table (``TOMBSTONES_SCHEMA``) of remove actions."""
+    if not removes:
+        return TOMBSTONES_SCHEMA.empty_table()
+    cols: dict[str, list[Any]] = {
+        "path": [r.path for r in removes],
+        "deletion_timestamp": [r.deletion_timestamp for r in removes],
+        "data_change": [r.data_change for r in removes],
+        "extended_file_metadata": [r.extended_file_metadata for r in removes],
+        "partition_values": [r.partition_values for r in removes],
+        "size": [r.size for r in removes],
+        "deletion_vector": [_dv_row(r.deletion_vector) for r in removes],
+    }
+    return pa.Table.from_pydict(cols, schema=TOMBSTONES_SCHEMA)
+
+
+@dataclass
+class FileActionLog:
+    """File actions in log order, kept as Arrow chunks.
+
+    ``order`` holds one flag per action (``True`` for add, ``False`` for remove) in the order
+    the actions appear in the log; ``adds``/``removes`` hold the rows of each kind in that same
+    relative order.
+    """
+
+    order: list[bool] = field(default_factory=list)
+    adds: list[pa.Table] = field(default_factory=list)
+    removes: list[pa.Table] = field(default_factory=list)
+
+    def extend_objects(self, actions: Sequence[AddFile | RemoveFile]) -> None:
+        """Append actions given as objects."""
+        adds = [a for a in actions if isinstance(a, AddFile)]
+        removes = [a for a in actions if isinstance(a, RemoveFile)]
+        self.order += [isinstance(a, AddFile) for a in actions]
+        if adds:
+            self.adds.append(adds_to_table(adds))
+        if removes:
+            self.removes.append(removes_to_table(removes))
+
+    def extend_tables(self, order: list[bool], adds: pa.Table, removes: pa.Table) -> None:
+        """Append actions already parsed into Arrow."""
+        self.order += order
+        if adds.num_rows:
+            self.adds.append(adds)
+        if removes.num_rows:
+            self.removes.append(removes)
+
+    def merge(
+        self, base_files: pa.Table, base_tombstones: pa.Table, prefix: str
+    ) -> tuple[pa.Table, pa.Table]:
+        """Apply these actions, last one per key winning, on top of a base state."""
+        if not self.order:
+            return base_files, base_tombstones
+        adds = pa.concat_tables(self.adds) if self.adds else FILES_SCHEMA.empty_table()
+        removes = (
+            pa.concat_tables(self.removes) if self.removes else TOMBSTONES_SCHEMA.empty_table()
+        )
+        add_keys = arrow_keys(adds, prefix).to_pylist() if adds.num_rows else []
+        remove_keys = arrow_keys(removes, prefix).to_pylist() if removes.num_rows else []
+        # Walk the log order once; the last action per key wins.
+        winner: dict[str, int] = {}
+        ia = ir = 0
+        for is_add in self.order:
+            if is_add:
+                winner[add_keys[ia]] = ia
+                ia += 1
+            else:
+                winner[remove_keys[ir]] = -1 - ir
+                ir += 1
+        keep_adds = sorted(i for i in winner.values() if i >= 0)
+        keep_removes = sorted(-1 - i for i in winner.values() if i < 0)
+        touched = pa.array(list(winner), pa.string())
+        if base_files.num_rows:
+            base_files = base_files.filter(
+                pc.invert(pc.is_in(arrow_keys(base_files, prefix), value_set=touched))
+            )
+        if base_tombstones.num_rows:
+            base_tombstones = base_tombstones.filter(
+                pc.invert(pc.is_in(arrow_keys(base_tombstones, prefix), value_set=touched))
+            )
+        new_files = (
+            adds if len(keep_adds) == adds.num_rows else adds.take(pa.array(keep_adds, pa.int64()))
+        )
+        new_tombstones = removes.take(pa.array(keep_removes, pa.int64())) if keep_removes else None
+        files = pa.concat_tables([base_files, new_files]) if new_files.num_rows else base_files
+        tombstones = (
+            pa.concat_tables([base_tombstones, new_tombstones])
+            if new_tombstones is not None
+            else base_tombstones
+        )
+        return files, tombstones

@@ -1,0 +1,14 @@
+"""Shared setup for the interoperability tests against delta-rs (the ``deltalake`` package).
+
+The repository root is put on ``sys.path`` so that ``deltalog`` is importable when pytest is run
+as ``pytest`` (not only as ``python -m pytest`` from the root) without an installed package.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

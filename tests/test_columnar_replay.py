@@ -1,0 +1,110 @@
+"""The columnar commit parser must give exactly what the exact parser gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import deltalog.replay as replay_module
+from deltalog import DeltaLogError
+from deltalog.commit_parser import parse_commits
+from deltalog.replay import replay
+from deltalog.segment import list_log
+from deltalog.storage import TableStorage
+
+GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "delta-golden"
+
+
+def _tables() -> list[str]:
+    if not GOLDEN.is_dir():
+        return []
+    return sorted(str(p.parent.relative_to(GOLDEN)) for p in GOLDEN.rglob("_delta_log"))
+
+
+def _snapshot(root: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> object:
+    with monkeypatch.context() as m:
+        if not columnar:
+            m.setattr(replay_module, "parse_commits", lambda commits, columns: None)
+        storage = TableStorage.open(str(root))
+        try:
+            snap = replay(storage, list_log(storage, use_hint=False))
+        except DeltaLogError as exc:
+            return type(exc)
+        return (
+            snap.version,
+            snap.protocol,
+            snap.metadata,
+            sorted(snap.files.to_pylist(), key=lambda r: (r["path"], str(r["deletion_vector"]))),
+            sorted(
+                snap.tombstones.to_pylist(), key=lambda r: (r["path"], str(r["deletion_vector"]))
+            ),
+            snap.txns,
+            snap.domains,
+        )
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/delta-golden is absent")
+@pytest.mark.parametrize("name", _tables())
+def test_columnar_equals_exact_on_golden_tables(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = _snapshot(GOLDEN / name, True, monkeypatch)
+    exact = _snapshot(GOLDEN / name, False, monkeypatch)
+    assert fast == exact
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/delta-golden is absent")
+def test_columnar_path_is_taken_for_most_golden_tables() -> None:
+    taken = total = 0
+    for name in _tables():
+        log = GOLDEN / name / "_delta_log"
+        commits = sorted(
+            p for p in log.glob("*.json") if p.name[:20].isdigit() and len(p.name) == 25
+        )
+        if not commits:
+            continue
+        total += 1
+        contents = [(int(p.name[:20]), p.read_bytes()) for p in commits]
+        if parse_commits(contents, []) is not None or parse_commits(
+            contents, _partitions(contents)
+        ):
+            taken += 1
+    assert taken >= 0.8 * total, (taken, total)
+
+
+def _partitions(contents: list[tuple[int, bytes]]) -> list[str]:
+    import orjson
+
+    for _, data in contents:
+        for line in data.splitlines():
+            if line.startswith(b'{"metaData"'):
+                cols = orjson.loads(line)["metaData"].get("partitionColumns") or []
+                return [c for c in cols if isinstance(c, str)]
+    return []
+
+
+def test_fallback_reports_the_exact_error(tmp_path: Path) -> None:
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / f"{0:020d}.json").write_bytes(
+        b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\n'
+        b'{"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{}",'
+        b'"partitionColumns":[],"configuration":{}}}\n'
+        b'{"add":{"path":"a","partitionValues":{},"size":"big","modificationTime":1,'
+        b'"dataChange":true}}\n'
+    )
+    storage = TableStorage.open(str(tmp_path))
+    with pytest.raises(DeltaLogError, match="line 3: add: field 'size'"):
+        replay(storage, list_log(storage))
+
+
+def test_unexpected_partition_key_falls_back() -> None:
+    line = (
+        b'{"add":{"path":"a","partitionValues":{"p":"1","zz":"2"},"size":1,'
+        b'"modificationTime":1,"dataChange":true}}'
+    )
+    assert parse_commits([(1, line)], ["p"]) is None
+    parsed = parse_commits([(1, line)], ["p", "zz"])
+    assert parsed is not None
+    assert parsed.adds.column("partition_values").to_pylist() == [[("p", "1"), ("zz", "2")]]
+    assert parsed.adds.schema.field("partition_values").type == pa.map_(pa.string(), pa.string())
