@@ -7,6 +7,7 @@ back as JSON-like dicts in the protocol's camelCase, ready for the action parser
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,10 +67,23 @@ def _file_table(column: pa.ChunkedArray, fields: Sequence[str], action: str) -> 
     full = ACTION_TYPES[action]
     target = pa.struct([full.field(name) for name in fields])
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if arr.null_count:
-        arr = arr.filter(arr.is_valid())
+    arr = _valid_rows(arr)
     arr = _conform_struct(arr, target)
     return pa.Table.from_arrays(arr.flatten(), names=list(fields))
+
+
+def _valid_rows(arr: pa.Array) -> pa.Array:
+    """The non-null rows: a zero-copy slice when they are contiguous (the usual layout)."""
+    if not arr.null_count:
+        return arr
+    valid = arr.is_valid()
+    count = len(arr) - arr.null_count
+    if count == 0:
+        return arr.slice(0, 0)
+    first = pc.index(valid, True).as_py()
+    if pc.all(valid.slice(first, count)).as_py():
+        return arr.slice(first, count)
+    return arr.filter(valid)
 
 
 def _rows_to_dicts(arr: pa.Array) -> list[dict[str, Any]]:
@@ -101,9 +115,10 @@ def _read_parquet(
     *,
     file_actions_only: bool = False,
 ) -> None:
+    local = store.local_path(path)
     try:
-        with store.open_input(path) as fh:
-            pf = pq.ParquetFile(fh)
+        with store.open_input(path) if local is None else contextlib.nullcontext(local) as fh:
+            pf = pq.ParquetFile(fh, pre_buffer=True)
             top = pf.schema_arrow
             columns: list[str] = []
             wanted = {"add": add_fields, "remove": remove_fields}
@@ -113,8 +128,8 @@ def _read_parquet(
                     columns += [f"{action}.{f}" for f in fields if f in kids] or [action]
             if not file_actions_only:
                 columns += [a for a in NON_FILE_ACTIONS if a in top.names]
-            table = pf.read(columns=columns) if columns else None
-    except LogFileNotFoundError as exc:
+            table = pf.read(columns=columns, use_threads=True) if columns else None
+    except (LogFileNotFoundError, FileNotFoundError) as exc:
         raise IncompleteCheckpointError(f"checkpoint file missing: {path}") from exc
     except (pa.ArrowException, OSError, ValueError) as exc:
         if isinstance(exc, LogStoreError):

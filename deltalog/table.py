@@ -27,7 +27,7 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import check_writable, protocol_for_new_table
-from deltalog.paths import check_relative, commit_name, encode_path, has_scheme
+from deltalog.paths import check_relative, commit_name, decode_path, encode_path, has_scheme
 from deltalog.replay import advance, read_commit, replay, scheme_prefix
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
@@ -36,6 +36,7 @@ from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, read_footer
 from deltalog.storage import TableStorage, storage_errors
 from logstores import LogFileNotFoundError, open_store, scheme_of
+from logstores.local import local_path_from_uri
 
 TimestampLike = dt.datetime | int | str
 _log = logging.getLogger(__name__)
@@ -213,6 +214,24 @@ class DeltaTable:
     def files(self) -> pa.Table:
         """Live files: path, size, partition_values, modification_time, data_change, stats, ..."""
         return self._snapshot.files
+
+    def file_uris(self) -> list[str]:
+        """Locations of the live data files, decoded, in the store's notation.
+
+        Relative paths are joined to the table root; absolute ones (``file:/x``, ``s3://b/k``)
+        are decoded and given as the store would address them.
+        """
+        root = self._storage.root.rstrip("/")
+        out = []
+        for path in self._snapshot.files.column("path").to_pylist():
+            decoded = decode_path(path)
+            if decoded.startswith("file:"):
+                out.append(local_path_from_uri(decoded))
+            elif has_scheme(decoded) or decoded.startswith("/"):
+                out.append(decoded)
+            else:
+                out.append(f"{root}/{decoded}")
+        return out
 
     def update(self) -> int:
         """Move to the latest version; returns it."""

@@ -119,6 +119,13 @@ class LogStore(ABC):
         """
         return io.BytesIO(self.read(path))
 
+    def local_path(self, path: str) -> str | None:
+        """The filesystem path of ``path`` when the store is a local filesystem, else ``None``.
+
+        Readers use it to hand files to native I/O (memory mapping, parallel column reads).
+        """
+        return None
+
     @staticmethod
     def join(base: str, *parts: str) -> str:
         """Join path segments with ``/``."""

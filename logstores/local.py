@@ -115,6 +115,9 @@ class LocalLogStore(LogStore):
             st = os.stat(path)
         return FileStatus(path, st.st_size, st.st_mtime_ns // 1_000_000)
 
+    def local_path(self, path: str) -> str | None:  # noqa: D102
+        return path
+
     def open_input(self, path: str) -> BinaryIO:  # noqa: D102
         with _mapped(path):
             return open(path, "rb")

@@ -8,12 +8,17 @@ PY="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating virtualenv $VENV" >&2
   "$PY" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 fi
 stamp="$VENV/.deltalog-installed"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   echo "[setup] installing deltalog[dev] into $VENV" >&2
-  "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]"
+  log="$VENV/install.log"
+  if ! "$VENV/bin/python" -m pip install -e "$ROOT[dev]" >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "[setup] pip install failed; full log in $log" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -4,7 +4,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 echo "[test] ruff" >&2
-ruff check deltalog logstores checkpoints tests interop_tests benchmarks scripts
+targets=()
+for d in deltalog logstores checkpoints tests interop_tests benchmarks scripts; do
+  [ -d "$d" ] && targets+=("$d")
+done
+ruff check "${targets[@]}"
 echo "[test] mypy --strict" >&2
 mypy
 echo "[test] pytest" >&2

@@ -335,3 +335,12 @@ def test_memory_tables(tmp_path: Path) -> None:
     assert DeltaTable(uri).version() == 0
     with pytest.raises(TableAlreadyExistsError):
         DeltaTable.create(uri, SCHEMA)
+
+
+def test_file_uris_are_decoded_locations(table: DeltaTable) -> None:
+    rel = _file(table.uri, "7", "a b%c.parquet")
+    table.append_files([rel])
+    assert table.files().column("path").to_pylist() == ["part=7/a%20b%25c.parquet"]
+    (uri,) = table.file_uris()
+    assert uri == f"{table.uri}/{rel}"
+    assert os.path.exists(uri)
