@@ -66,10 +66,15 @@ def _file_table(column: pa.ChunkedArray, fields: Sequence[str], action: str) -> 
     """Flatten the non-null rows of an ``add``/``remove`` struct column to a table."""
     full = ACTION_TYPES[action]
     target = pa.struct([full.field(name) for name in fields])
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    arr = _valid_rows(arr)
-    arr = _conform_struct(arr, target)
-    return pa.Table.from_arrays(arr.flatten(), names=list(fields))
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    tables = []
+    for chunk in chunks:
+        arr = _conform_struct(_valid_rows(chunk), target)
+        if len(arr):
+            tables.append(pa.Table.from_arrays(arr.flatten(), names=list(fields)))
+    if not tables:
+        return pa.schema([target.field(i) for i in range(target.num_fields)]).empty_table()
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
 def _valid_rows(arr: pa.Array) -> pa.Array:
@@ -106,6 +111,51 @@ def _jsonify(value: Any, t: pa.DataType) -> Any:
     return value
 
 
+#: A leaf that is non-null whenever its action is present, per action column.
+_PRESENCE_LEAF = {
+    "add": "add.path",
+    "remove": "remove.path",
+    "metaData": "metaData.id",
+    "protocol": "protocol.minReaderVersion",
+    "txn": "txn.appId",
+    "domainMetadata": "domainMetadata.domain",
+    "checkpointMetadata": "checkpointMetadata.version",
+    "sidecar": "sidecar.path",
+}
+
+
+def _row_groups_with(pf: pq.ParquetFile, action: str) -> list[int]:
+    """Row groups that may hold ``action`` rows (statistics prove the others all null)."""
+    meta = pf.metadata
+    leaf = _PRESENCE_LEAF.get(action)
+    index = None
+    if leaf is not None:
+        for i in range(meta.num_columns):
+            if meta.schema.column(i).path == leaf:
+                index = i
+                break
+    out = []
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        if index is not None:
+            stats = group.column(index).statistics
+            if stats is not None and stats.has_null_count and stats.null_count == group.num_rows:
+                continue
+        out.append(rg)
+    return out
+
+
+def _read_columns(pf: pq.ParquetFile, columns: list[str], action: str) -> pa.Table | None:
+    """Read ``columns`` from the row groups that may hold ``action``."""
+    groups = _row_groups_with(pf, action)
+    if not groups:
+        return None
+    # One row group at a time keeps the decoding peak to one group's worth of memory.
+    return pa.concat_tables(
+        [pf.read_row_group(rg, columns=columns, use_threads=True) for rg in groups]
+    )
+
+
 def _read_parquet(
     store: LogStore,
     path: str,
@@ -116,36 +166,37 @@ def _read_parquet(
     file_actions_only: bool = False,
 ) -> None:
     local = store.local_path(path)
+    wanted = {"add": add_fields, "remove": remove_fields}
     try:
         with store.open_input(path) if local is None else contextlib.nullcontext(local) as fh:
-            pf = pq.ParquetFile(fh, pre_buffer=True)
+            pf = pq.ParquetFile(fh)
             top = pf.schema_arrow
-            columns: list[str] = []
-            wanted = {"add": add_fields, "remove": remove_fields}
             for action, fields in wanted.items():
-                if action in top.names and fields:
-                    kids = {f.name for f in top.field(action).type}
-                    columns += [f"{action}.{f}" for f in fields if f in kids] or [action]
-            if not file_actions_only:
-                columns += [a for a in NON_FILE_ACTIONS if a in top.names]
-            table = pf.read(columns=columns, use_threads=True) if columns else None
+                if action not in top.names or not fields:
+                    continue
+                kids = {f.name for f in top.field(action).type}
+                columns = [f"{action}.{f}" for f in fields if f in kids] or [action]
+                table = _read_columns(pf, columns, action)
+                if table is not None:
+                    part = _file_table(table.column(action), fields, action)
+                    (out.adds if action == "add" else out.removes).append(part)
+            if file_actions_only:
+                return
+            for action in NON_FILE_ACTIONS:
+                if action not in top.names:
+                    continue
+                table = _read_columns(pf, [action], action)
+                if table is None:
+                    continue
+                col = table.column(action).combine_chunks()
+                if col.null_count < len(col):
+                    out.actions += [(action, row) for row in _rows_to_dicts(col)]
     except (LogFileNotFoundError, FileNotFoundError) as exc:
         raise IncompleteCheckpointError(f"checkpoint file missing: {path}") from exc
     except (pa.ArrowException, OSError, ValueError) as exc:
         if isinstance(exc, LogStoreError):
             raise
         raise CheckpointFormatError(f"unreadable checkpoint file {path}: {exc}") from exc
-    if table is None:
-        return
-    for action, fields in wanted.items():
-        if action in table.column_names and fields:
-            part = _file_table(table.column(action), fields, action)
-            (out.adds if action == "add" else out.removes).append(part)
-    for action in NON_FILE_ACTIONS:
-        if action in table.column_names:
-            col = table.column(action).combine_chunks()
-            if col.null_count < len(col):
-                out.actions += [(action, row) for row in _rows_to_dicts(col)]
 
 
 def _read_json(

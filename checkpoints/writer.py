@@ -81,6 +81,28 @@ def build_checkpoint_table(content: CheckpointContent) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+ROW_GROUP_ROWS = 128 * 1024
+
+
+def _rows(table: pa.Table | None) -> int:
+    return 0 if table is None else int(table.num_rows)
+
+
+def _to_parquet(table: pa.Table, n_small: int, n_add: int) -> bytes:
+    """Parquet bytes with non-file actions, adds and removes in separate row groups.
+
+    Readers then skip whole row groups by their statistics: listing files never touches the
+    metadata columns, and loading metadata never touches a million ``add`` rows.
+    """
+    sink = io.BytesIO()
+    with pq.ParquetWriter(sink, table.schema, compression="snappy") as writer:
+        bounds = [0, n_small, n_small + n_add, table.num_rows]
+        for start, stop in zip(bounds, bounds[1:], strict=False):
+            if stop > start:
+                writer.write_table(table.slice(start, stop - start), row_group_size=ROW_GROUP_ROWS)
+    return sink.getvalue()
+
+
 def _checkpoint_name(version: int) -> str:
     return f"{version:020d}.checkpoint.parquet"
 
@@ -99,9 +121,7 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
         LogStoreError: The store failed.
     """
     table = build_checkpoint_table(content)
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="snappy")
-    data = sink.getvalue()
+    data = _to_parquet(table, len(content.actions), _rows(content.adds))
     path = LogStore.join(log_path, _checkpoint_name(content.version))
     try:
         store.write(path, data, overwrite=False)

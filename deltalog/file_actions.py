@@ -188,6 +188,8 @@ class FileActionLog:
         new_files = (
             adds if len(keep_adds) == adds.num_rows else adds.take(pa.array(keep_adds, pa.int64()))
         )
+        if "_cp_row" in base_files.column_names and new_files.num_rows:
+            new_files = new_files.append_column("_cp_row", pa.nulls(new_files.num_rows, pa.int64()))
         new_tombstones = removes.take(pa.array(keep_removes, pa.int64())) if keep_removes else None
         files = pa.concat_tables([base_files, new_files]) if new_files.num_rows else base_files
         tombstones = (

@@ -12,10 +12,11 @@ canonical form (see :func:`deltalog.file_actions.canonical_path`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkpoints.errors import CheckpointError
 from checkpoints.reader import read_checkpoint
@@ -122,14 +123,35 @@ def read_commit(storage: TableStorage, name: str, version: int) -> list[Action]:
     return parse_actions(data, version=version, path=f"{storage.log_path}/{name}")
 
 
+_ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
+
+
+def _stats_loader(storage: TableStorage, paths: list[str]) -> Callable[[], pa.ChunkedArray]:
+    """Reads ``add.stats`` of a checkpoint, in the order the replay read its adds."""
+
+    def load() -> pa.ChunkedArray:
+        with storage_errors("cannot read checkpoint statistics"):
+            data = read_checkpoint(storage.store, paths, add_fields=("stats",))
+        chunks = [t.column("stats") for t in data.adds]
+        return pa.chunked_array([c for chunk in chunks for c in chunk.chunks], type=pa.string())
+
+    return load
+
+
+def _with_row_numbers(files: pa.Table) -> pa.Table:
+    n = files.num_rows
+    numbers = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
+    return files.append_column("_cp_row", numbers)
+
+
 def _load_checkpoint(
     storage: TableStorage, segment: LogSegment, state: _State
-) -> tuple[pa.Table, pa.Table]:
+) -> tuple[pa.Table, pa.Table, Callable[[], pa.ChunkedArray]]:
     assert segment.checkpoint is not None
     paths = [f.path for f in segment.checkpoint.files]
     with storage_errors(f"cannot read checkpoint {segment.checkpoint.version}"):
         data = read_checkpoint(
-            storage.store, paths, add_fields=ADD_FIELDS, remove_fields=TOMBSTONE_FIELDS
+            storage.store, paths, add_fields=_ADD_FIELDS_NO_STATS, remove_fields=TOMBSTONE_FIELDS
         )
     try:
         state.apply(parse_action({name: body}) for name, body in data.actions)
@@ -140,8 +162,9 @@ def _load_checkpoint(
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
     return (
-        pa.concat_tables(files) if files else FILES_SCHEMA.empty_table(),
+        _with_row_numbers(pa.concat_tables(files) if files else FILES_SCHEMA.empty_table()),
         pa.concat_tables(tombstones) if tombstones else TOMBSTONES_SCHEMA.empty_table(),
+        _stats_loader(storage, paths),
     )
 
 
@@ -192,8 +215,9 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         UnsupportedFeatureError: The protocol needs a reader feature deltalog lacks.
     """
     state = _State()
+    loader = None
     if segment.checkpoint is not None:
-        base_files, base_tombstones = _load_checkpoint(storage, segment, state)
+        base_files, base_tombstones, loader = _load_checkpoint(storage, segment, state)
     else:
         base_files, base_tombstones = FILES_SCHEMA.empty_table(), TOMBSTONES_SCHEMA.empty_table()
     _apply_commits(storage, segment, state)
@@ -219,12 +243,13 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         version=segment.version,
         protocol=state.protocol,
         metadata=state.metadata,
-        files=files,
+        raw_files=files,
         tombstones=tombstones,
         txns=dict(state.txns),
         domains=dict(state.domains),
         timestamp=commit_timestamp(info, state.metadata, last_mtime),
         checkpoint_version=segment.checkpoint.version if segment.checkpoint else None,
+        stats_loader=loader,
     )
 
 
@@ -274,16 +299,17 @@ def advance(
     state.txns = dict(snapshot.txns)
     state.domains = dict(snapshot.domains)
     state.apply(actions)
-    files, tombstones = state.files.merge(snapshot.files, snapshot.tombstones, prefix)
+    files, tombstones = state.files.merge(snapshot.raw_files, snapshot.tombstones, prefix)
     assert state.protocol is not None and state.metadata is not None
     return Snapshot(
         version=version,
         protocol=state.protocol,
         metadata=state.metadata,
-        files=files,
+        raw_files=files,
         tombstones=tombstones,
         txns=state.txns,
         domains=state.domains,
         timestamp=commit_timestamp(state.last_commit_info, state.metadata, mtime),
         checkpoint_version=snapshot.checkpoint_version,
+        stats_loader=snapshot.stats_loader,
     )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog.actions import DomainMetadata, Metadata, Protocol, Txn
 from deltalog.errors import InvalidSchemaError
@@ -21,24 +22,46 @@ class Snapshot:
         version: The table version.
         protocol: The protocol in force.
         metadata: The table metadata in force.
-        files: Live logical files as an Arrow table (see ``replay.FILES_SCHEMA``).
+        raw_files: Live logical files as replay keeps them: ``FILES_SCHEMA`` columns, where rows
+            that came from a checkpoint may have no ``stats`` yet, plus ``_cp_row`` (the row's
+            position among the checkpoint's adds) when ``stats_loader`` is set.
         tombstones: Remove actions still kept as tombstones (``replay.TOMBSTONES_SCHEMA``).
         txns: Latest ``txn`` per application id.
         domains: Latest non-removed domain metadata per domain.
         timestamp: Commit time of ``version`` in ms (in-commit timestamp where the table has
             them, else the commit file's modification time).
         checkpoint_version: Version of the checkpoint the replay started from, if any.
+        stats_loader: Reads the checkpoint's ``add.stats`` column, in checkpoint row order, the
+            first time a caller asks for statistics.
     """
 
     version: int
     protocol: Protocol
     metadata: Metadata
-    files: pa.Table
+    raw_files: pa.Table
     tombstones: pa.Table
     txns: Mapping[str, Txn] = field(default_factory=dict)
     domains: Mapping[str, DomainMetadata] = field(default_factory=dict)
     timestamp: int = 0
     checkpoint_version: int | None = None
+    stats_loader: Callable[[], pa.ChunkedArray] | None = None
+
+    @cached_property
+    def files(self) -> pa.Table:
+        """Live files (``FILES_SCHEMA``) with statistics, loaded from the checkpoint on first use."""
+        raw = self.raw_files
+        if "_cp_row" not in raw.column_names:
+            return raw
+        stats = raw.column("stats")
+        if self.stats_loader is not None and raw.num_rows:
+            from_checkpoint = self.stats_loader().take(raw.column("_cp_row"))
+            stats = pc.coalesce(stats, from_checkpoint)
+        at = raw.column_names.index("stats")
+        return raw.drop_columns(["_cp_row"]).set_column(at, "stats", stats)
+
+    def paths(self) -> pa.ChunkedArray:
+        """The ``path`` of every live file, as logged (no statistics are loaded)."""
+        return self.raw_files.column("path")
 
     @cached_property
     def schema(self) -> StructType:
@@ -64,12 +87,12 @@ class Snapshot:
     @property
     def num_files(self) -> int:
         """Number of live logical files."""
-        return int(self.files.num_rows)
+        return int(self.raw_files.num_rows)
 
     @property
     def size_in_bytes(self) -> int:
         """Total size of live files."""
-        if not self.files.num_rows:
+        if not self.raw_files.num_rows:
             return 0
-        total = pa.compute.sum(self.files.column("size")).as_py()
+        total = pc.sum(self.raw_files.column("size")).as_py()
         return int(total or 0)

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Action, AddFile, Metadata, Protocol, RemoveFile
@@ -211,9 +212,18 @@ class DeltaTable:
         """The metaData action in force."""
         return self._snapshot.metadata
 
-    def files(self) -> pa.Table:
-        """Live files: path, size, partition_values, modification_time, data_change, stats, ..."""
-        return self._snapshot.files
+    def files(self, *, with_stats: bool = True) -> pa.Table:
+        """Live files: path, size, partition_values, modification_time, data_change, stats, ...
+
+        Args:
+            with_stats: Include the ``stats`` column. Statistics of files that come from a
+                checkpoint are read only when asked for, so ``with_stats=False`` lists a table
+                without touching them (and leaves the column out).
+        """
+        if with_stats:
+            return self._snapshot.files
+        raw = self._snapshot.raw_files
+        return raw.drop_columns([c for c in ("stats", "_cp_row") if c in raw.column_names])
 
     def file_uris(self) -> list[str]:
         """Locations of the live data files, decoded, in the store's notation.
@@ -222,8 +232,18 @@ class DeltaTable:
         are decoded and given as the store would address them.
         """
         root = self._storage.root.rstrip("/")
+        paths = self._snapshot.paths()
+        plain = pc.invert(
+            pc.or_(
+                pc.or_(pc.match_substring(paths, "%"), pc.starts_with(paths, "/")),
+                pc.match_substring(paths, ":"),
+            )
+        )
+        if pc.all(plain).as_py() is not False:
+            joined: list[str] = pc.binary_join_element_wise(root + "/", paths, "").to_pylist()
+            return joined
         out = []
-        for path in self._snapshot.files.column("path").to_pylist():
+        for path in paths.to_pylist():
             decoded = decode_path(path)
             if decoded.startswith("file:"):
                 out.append(local_path_from_uri(decoded))
@@ -303,7 +323,7 @@ class DeltaTable:
         check_writable(snap.protocol, snap.metadata)
         schema, partition_columns = snap.schema, snap.partition_columns
         seen: set[str] = set()
-        live = set() if replacing else set(snap.files.column("path").to_pylist())
+        live = set() if replacing else set(snap.paths().to_pylist())
         adds = []
         for given in paths:
             action_path, relative, location = self._resolve(given)

@@ -24,6 +24,7 @@ from deltalog import (
     VersionGapError,
     VersionNotFoundError,
 )
+from deltalog.file_actions import FILES_SCHEMA
 from deltalog.partitions import hive_partition_dir
 from deltalog.table import AppendOnlyError, DuplicateFileError
 
@@ -344,3 +345,22 @@ def test_file_uris_are_decoded_locations(table: DeltaTable) -> None:
     (uri,) = table.file_uris()
     assert uri == f"{table.uri}/{rel}"
     assert os.path.exists(uri)
+
+
+def test_listing_without_stats_never_loads_them(tmp_path: Path) -> None:
+    t = DeltaTable.create(str(tmp_path), SCHEMA, partition_by=["part"])
+    for i in range(3):
+        t.append_files([_file(str(tmp_path), str(i))])
+    t.checkpoint()
+    t.append_files([_file(str(tmp_path), "9")])
+    fresh = DeltaTable(str(tmp_path))
+    listed = fresh.files(with_stats=False)
+    assert "stats" not in listed.column_names and "_cp_row" not in listed.column_names
+    assert "files" not in fresh.snapshot.__dict__  # the cached full table was not built
+    full = fresh.files()
+    assert full.column_names == FILES_SCHEMA.names
+    assert listed.column_names == [n for n in FILES_SCHEMA.names if n != "stats"]
+    assert all(orjson.loads(s)["numRecords"] == 3 for s in full.column("stats").to_pylist())
+    assert sorted(fresh.file_uris()) == sorted(
+        f"{tmp_path}/{p}" for p in listed.column("path").to_pylist()
+    )
