@@ -56,50 +56,56 @@ def _struct_from_table(table: pa.Table | None, target: pa.StructType) -> pa.Stru
     return pa.StructArray.from_arrays(children, fields=list(target))
 
 
-def build_checkpoint_table(content: CheckpointContent) -> pa.Table:
-    """The checkpoint as an Arrow table in delta-spark's classic schema."""
+def _section(schema: pa.Schema, n: int, column: str | None, values: pa.Array | None) -> pa.Table:
+    """``n`` rows where only ``column`` holds ``values`` and every other action column is null."""
+    arrays = [
+        values if f.name == column and values is not None else pa.nulls(n, f.type) for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def checkpoint_sections(content: CheckpointContent) -> list[pa.Table]:
+    """The checkpoint's rows in delta-spark's classic schema, as three tables.
+
+    Non-file actions, adds and removes are kept apart so that each lands in its own row groups
+    and no table of a million adds is copied to be concatenated.
+    """
     schema = classic_schema()
     small = content.actions
-    n_small = len(small)
-    adds = _struct_from_table(content.adds, ADD)
-    removes = _struct_from_table(content.removes, REMOVE)
-    n_add, n_remove = len(adds), len(removes)
     columns = []
     for f in schema:
-        if f.name == "add":
-            parts = [pa.nulls(n_small, ADD), adds, pa.nulls(n_remove, ADD)]
-        elif f.name == "remove":
-            parts = [pa.nulls(n_small + n_add, REMOVE), removes]
-        else:
-            values = [body if name == f.name else None for name, body in small]
-            try:
-                head = pa.array(values, type=f.type)
-            except (pa.ArrowException, TypeError, ValueError) as exc:
-                raise CheckpointFormatError(f"invalid {f.name} action: {exc}") from exc
-            parts = [head, pa.nulls(n_add + n_remove, f.type)]
-        columns.append(pa.concat_arrays(parts))
-    return pa.Table.from_arrays(columns, schema=schema)
+        values = [body if name == f.name else None for name, body in small]
+        try:
+            columns.append(pa.array(values, type=f.type))
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise CheckpointFormatError(f"invalid {f.name} action: {exc}") from exc
+    sections = [pa.Table.from_arrays(columns, schema=schema)]
+    adds = _struct_from_table(content.adds, ADD)
+    removes = _struct_from_table(content.removes, REMOVE)
+    sections.append(_section(schema, len(adds), "add", adds))
+    sections.append(_section(schema, len(removes), "remove", removes))
+    return [t for t in sections if t.num_rows]
+
+
+def build_checkpoint_table(content: CheckpointContent) -> pa.Table:
+    """The whole checkpoint as one Arrow table (for inspection and tests)."""
+    sections = checkpoint_sections(content)
+    return pa.concat_tables(sections) if sections else classic_schema().empty_table()
 
 
 ROW_GROUP_ROWS = 128 * 1024
 
 
-def _rows(table: pa.Table | None) -> int:
-    return 0 if table is None else int(table.num_rows)
-
-
-def _to_parquet(table: pa.Table, n_small: int, n_add: int) -> bytes:
+def _to_parquet(sections: list[pa.Table]) -> bytes:
     """Parquet bytes with non-file actions, adds and removes in separate row groups.
 
     Readers then skip whole row groups by their statistics: listing files never touches the
     metadata columns, and loading metadata never touches a million ``add`` rows.
     """
     sink = io.BytesIO()
-    with pq.ParquetWriter(sink, table.schema, compression="snappy") as writer:
-        bounds = [0, n_small, n_small + n_add, table.num_rows]
-        for start, stop in zip(bounds, bounds[1:], strict=False):
-            if stop > start:
-                writer.write_table(table.slice(start, stop - start), row_group_size=ROW_GROUP_ROWS)
+    with pq.ParquetWriter(sink, classic_schema(), compression="snappy") as writer:
+        for section in sections:
+            writer.write_table(section, row_group_size=ROW_GROUP_ROWS)
     return sink.getvalue()
 
 
@@ -120,8 +126,9 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
         CheckpointFormatError: The content cannot be laid out in the checkpoint schema.
         LogStoreError: The store failed.
     """
-    table = build_checkpoint_table(content)
-    data = _to_parquet(table, len(content.actions), _rows(content.adds))
+    sections = checkpoint_sections(content)
+    num_rows = sum(t.num_rows for t in sections)
+    data = _to_parquet(sections)
     path = LogStore.join(log_path, _checkpoint_name(content.version))
     try:
         store.write(path, data, overwrite=False)
@@ -132,14 +139,14 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
     n_add = content.adds.num_rows if content.adds is not None else 0
     pointer: dict[str, Any] = {
         "version": content.version,
-        "size": table.num_rows,
+        "size": num_rows,
         "sizeInBytes": data_size,
         "numOfAddFiles": n_add,
     }
     pointer["checksum"] = json_checksum(pointer)
     last = LastCheckpoint(
         version=content.version,
-        size=table.num_rows,
+        size=num_rows,
         size_in_bytes=data_size,
         num_of_add_files=n_add,
         extra={"checksum": pointer["checksum"]},

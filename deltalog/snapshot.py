@@ -48,7 +48,7 @@ class Snapshot:
 
     @cached_property
     def files(self) -> pa.Table:
-        """Live files (``FILES_SCHEMA``) with statistics, loaded from the checkpoint on first use."""
+        """Live files (``FILES_SCHEMA``) with statistics, read from the checkpoint on first use."""
         raw = self.raw_files
         if "_cp_row" not in raw.column_names:
             return raw
