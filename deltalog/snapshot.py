@@ -54,8 +54,7 @@ class Snapshot:
             return raw
         stats = raw.column("stats")
         if self.stats_loader is not None and raw.num_rows:
-            from_checkpoint = self.stats_loader().take(raw.column("_cp_row"))
-            stats = pc.coalesce(stats, from_checkpoint)
+            stats = _fill_stats(stats, raw.column("_cp_row"), self.stats_loader())
         at = raw.column_names.index("stats")
         return raw.drop_columns(["_cp_row"]).set_column(at, "stats", stats)
 
@@ -96,3 +95,23 @@ class Snapshot:
             return 0
         total = pc.sum(self.raw_files.column("size")).as_py()
         return int(total or 0)
+
+
+def _fill_stats(
+    stats: pa.ChunkedArray, cp_row: pa.ChunkedArray, from_checkpoint: pa.ChunkedArray
+) -> pa.ChunkedArray:
+    """Checkpoint statistics where ``cp_row`` points into the checkpoint, ``stats`` elsewhere.
+
+    Usually every checkpoint row is still live and in order, followed by rows from commits: then
+    the checkpoint column is reused as it is, without a copy.
+    """
+    m = len(cp_row) - cp_row.null_count
+    head = cp_row.slice(0, m)
+    if (
+        m == len(from_checkpoint)
+        and head.null_count == 0
+        and (m == 0 or (pc.min(head).as_py() == 0 and pc.max(head).as_py() == m - 1))
+    ):
+        chunks = [*from_checkpoint.chunks, *stats.slice(m).chunks]
+        return pa.chunked_array(chunks, type=pa.string())
+    return pc.coalesce(stats, from_checkpoint.take(cp_row))

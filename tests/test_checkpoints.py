@@ -232,6 +232,14 @@ def test_checkpoint_replay_equals_json_replay(name: str) -> None:
     assert sorted(json_only.files.column("path").to_pylist()) == sorted(
         with_cp.files.column("path").to_pylist()
     )
+    # Statistics read lazily from the checkpoint line up with their files.
+    by_path = dict(
+        zip(*json_only.files.select(["path", "stats"]).to_pydict().values(), strict=True)
+    )
+    for path, stats in zip(
+        *with_cp.files.select(["path", "stats"]).to_pydict().values(), strict=True
+    ):
+        assert stats == by_path[path], path
 
 
 # ------------------------------------------------------------------------ retention
@@ -285,3 +293,19 @@ def test_cleanup_runs_after_checkpoints_when_enabled(tmp_path: Path) -> None:
     assert "00000000000000000000.json" not in names and "00000000000000000009.json" not in names
     assert "00000000000000000010.checkpoint.parquet" in names
     assert DeltaTable(str(tmp_path)).files().num_rows == 20
+
+
+def test_lazy_stats_after_removes_following_a_checkpoint(tmp_path: Path) -> None:
+    table = _appended(tmp_path, 10)  # checkpoint at 10
+    table.overwrite_files([write_parquet(tmp_path, "p=x/o.parquet", pa.table({"id": [1, 2]}))])
+    for i in range(3):
+        table.append_files([write_parquet(tmp_path, f"p=y/n{i}.parquet", pa.table({"id": [i]}))])
+    fresh = DeltaTable(str(tmp_path))
+    assert fresh.snapshot.checkpoint_version == 10
+    got = {r["path"]: orjson.loads(r["stats"])["numRecords"] for r in fresh.files().to_pylist()}
+    assert got == {
+        "p=x/o.parquet": 2,
+        "p=y/n0.parquet": 1,
+        "p=y/n1.parquet": 1,
+        "p=y/n2.parquet": 1,
+    }
