@@ -145,15 +145,28 @@ def _row_groups_with(pf: pq.ParquetFile, action: str) -> list[int]:
     return out
 
 
+BATCH_ROWS = 64 * 1024
+
+
 def _read_columns(pf: pq.ParquetFile, columns: list[str], action: str) -> pa.Table | None:
-    """Read ``columns`` from the row groups that may hold ``action``."""
+    """The rows holding ``action``, read batch by batch from the row groups that may hold it.
+
+    Rows of other actions are dropped batch by batch, so a checkpoint written as one huge row
+    group (as delta-spark writes them) never materialises a million nulls per column at once.
+    """
     groups = _row_groups_with(pf, action)
     if not groups:
         return None
-    # One row group at a time keeps the decoding peak to one group's worth of memory.
-    return pa.concat_tables(
-        [pf.read_row_group(rg, columns=columns, use_threads=True) for rg in groups]
-    )
+    kept = []
+    for batch in pf.iter_batches(
+        batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
+    ):
+        rows = _valid_rows(batch.column(action))
+        if len(rows):
+            kept.append(pa.Table.from_arrays([rows], names=[action]))
+    if not kept:
+        return None
+    return pa.concat_tables(kept)
 
 
 def _read_parquet(
