@@ -8,7 +8,7 @@ placed into their struct columns without a round trip through Python objects.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,19 +56,36 @@ def _struct_from_table(table: pa.Table | None, target: pa.StructType) -> pa.Stru
     return pa.StructArray.from_arrays(children, fields=list(target))
 
 
-def _section(schema: pa.Schema, n: int, column: str | None, values: pa.Array | None) -> pa.Table:
-    """``n`` rows where only ``column`` holds ``values`` and every other action column is null."""
-    arrays = [
-        values if f.name == column and values is not None else pa.nulls(n, f.type) for f in schema
-    ]
-    return pa.Table.from_arrays(arrays, schema=schema)
+ROW_GROUP_ROWS = 128 * 1024
 
 
-def checkpoint_sections(content: CheckpointContent) -> list[pa.Table]:
-    """The checkpoint's rows in delta-spark's classic schema, as three tables.
+def _batches(
+    schema: pa.Schema, column: str, rows: pa.Table | None, target: pa.StructType
+) -> Iterator[pa.Table]:
+    """Row-group-sized tables where only ``column`` holds ``rows``, other columns null.
 
-    Non-file actions, adds and removes are kept apart so that each lands in its own row groups
-    and no table of a million adds is copied to be concatenated.
+    The null columns are allocated once and shared by every batch, and each batch copies only
+    its own slice of ``rows``.
+    """
+    if rows is None or rows.num_rows == 0:
+        return
+    n = rows.num_rows
+    size = min(n, ROW_GROUP_ROWS)
+    nulls = {f.name: pa.nulls(size, f.type) for f in schema if f.name != column}
+    for start in range(0, n, ROW_GROUP_ROWS):
+        part = _struct_from_table(rows.slice(start, ROW_GROUP_ROWS), target)
+        length = len(part)
+        arrays = [
+            part if f.name == column else nulls[f.name].slice(0, length) for f in schema
+        ]
+        yield pa.Table.from_arrays(arrays, schema=schema)
+
+
+def checkpoint_sections(content: CheckpointContent) -> Iterator[pa.Table]:
+    """The checkpoint's rows in delta-spark's classic schema, one row group's worth at a time.
+
+    Non-file actions come first, then adds, then removes, each in their own row groups, so
+    that a reader can skip what it does not need and no table of a million adds is copied.
     """
     schema = classic_schema()
     small = content.actions
@@ -79,34 +96,31 @@ def checkpoint_sections(content: CheckpointContent) -> list[pa.Table]:
             columns.append(pa.array(values, type=f.type))
         except (pa.ArrowException, TypeError, ValueError) as exc:
             raise CheckpointFormatError(f"invalid {f.name} action: {exc}") from exc
-    sections = [pa.Table.from_arrays(columns, schema=schema)]
-    adds = _struct_from_table(content.adds, ADD)
-    removes = _struct_from_table(content.removes, REMOVE)
-    sections.append(_section(schema, len(adds), "add", adds))
-    sections.append(_section(schema, len(removes), "remove", removes))
-    return [t for t in sections if t.num_rows]
+    if small:
+        yield pa.Table.from_arrays(columns, schema=schema)
+    yield from _batches(schema, "add", content.adds, ADD)
+    yield from _batches(schema, "remove", content.removes, REMOVE)
 
 
 def build_checkpoint_table(content: CheckpointContent) -> pa.Table:
     """The whole checkpoint as one Arrow table (for inspection and tests)."""
-    sections = checkpoint_sections(content)
+    sections = list(checkpoint_sections(content))
     return pa.concat_tables(sections) if sections else classic_schema().empty_table()
 
 
-ROW_GROUP_ROWS = 128 * 1024
-
-
-def _to_parquet(sections: list[pa.Table]) -> bytes:
-    """Parquet bytes with non-file actions, adds and removes in separate row groups.
+def _to_parquet(sections: Iterable[pa.Table]) -> tuple[bytes, int]:
+    """Parquet bytes (and row count) with each section written as its own row group.
 
     Readers then skip whole row groups by their statistics: listing files never touches the
     metadata columns, and loading metadata never touches a million ``add`` rows.
     """
     sink = io.BytesIO()
+    rows = 0
     with pq.ParquetWriter(sink, classic_schema(), compression="snappy") as writer:
         for section in sections:
             writer.write_table(section, row_group_size=ROW_GROUP_ROWS)
-    return sink.getvalue()
+            rows += section.num_rows
+    return sink.getvalue(), rows
 
 
 def _checkpoint_name(version: int) -> str:
@@ -126,9 +140,7 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
         CheckpointFormatError: The content cannot be laid out in the checkpoint schema.
         LogStoreError: The store failed.
     """
-    sections = checkpoint_sections(content)
-    num_rows = sum(t.num_rows for t in sections)
-    data = _to_parquet(sections)
+    data, num_rows = _to_parquet(checkpoint_sections(content))
     path = LogStore.join(log_path, _checkpoint_name(content.version))
     try:
         store.write(path, data, overwrite=False)

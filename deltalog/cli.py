@@ -1,4 +1,4 @@
-"""The ``deltalog`` command: inspect a table's version, schema, files and history.
+"""The ``deltalog`` command: inspect a table's version, schema, files and history; checkpoint it.
 
 Every subcommand prints a readable report, or with ``--json`` exactly one JSON document on
 stdout. Errors print one line on stderr and exit with status 2 (bad input or corrupt table) or
@@ -131,6 +131,26 @@ def cmd_history(args: argparse.Namespace) -> None:
         )
 
 
+def cmd_checkpoint(args: argparse.Namespace) -> None:
+    """``deltalog checkpoint``."""
+    table = DeltaTable(args.table)
+    last = table.checkpoint()
+    doc = {
+        "table": table.uri,
+        "version": last.version,
+        "size": last.size,
+        "sizeInBytes": last.size_in_bytes,
+        "numOfAddFiles": last.num_of_add_files,
+    }
+    if args.json:
+        _emit(doc)
+    else:
+        print(
+            f"checkpoint of version {last.version}: {last.num_of_add_files} files, "
+            f"{last.size} actions, {last.size_in_bytes:,} bytes"
+        )
+
+
 def _emit(doc: Any) -> None:
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
 
@@ -157,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--limit", type=int)
     history.add_argument("--json", action="store_true")
     history.set_defaults(func=cmd_history)
+
+    checkpoint = sub.add_parser("checkpoint", help="write a checkpoint of the latest version")
+    checkpoint.add_argument("table")
+    checkpoint.add_argument("--json", action="store_true")
+    checkpoint.set_defaults(func=cmd_checkpoint)
     return parser
 
 

@@ -121,6 +121,16 @@ def removes_to_table(removes: Sequence[RemoveFile]) -> pa.Table:
     return pa.Table.from_pydict(cols, schema=TOMBSTONES_SCHEMA)
 
 
+def _without(table: pa.Table, keys: pa.Array, prefix: str) -> pa.Table:
+    """``table`` minus the rows whose key is in ``keys`` (no copy when none is)."""
+    if not table.num_rows:
+        return table
+    hit = pc.is_in(arrow_keys(table, prefix), value_set=keys)
+    if not pc.any(hit).as_py():
+        return table
+    return table.filter(pc.invert(hit))
+
+
 @dataclass
 class FileActionLog:
     """File actions in log order, kept as Arrow chunks.
@@ -177,14 +187,8 @@ class FileActionLog:
         keep_adds = sorted(i for i in winner.values() if i >= 0)
         keep_removes = sorted(-1 - i for i in winner.values() if i < 0)
         touched = pa.array(list(winner), pa.string())
-        if base_files.num_rows:
-            base_files = base_files.filter(
-                pc.invert(pc.is_in(arrow_keys(base_files, prefix), value_set=touched))
-            )
-        if base_tombstones.num_rows:
-            base_tombstones = base_tombstones.filter(
-                pc.invert(pc.is_in(arrow_keys(base_tombstones, prefix), value_set=touched))
-            )
+        base_files = _without(base_files, touched, prefix)
+        base_tombstones = _without(base_tombstones, touched, prefix)
         new_files = (
             adds if len(keep_adds) == adds.num_rows else adds.take(pa.array(keep_adds, pa.int64()))
         )

@@ -88,3 +88,12 @@ def test_errors_are_one_line_and_nonzero(tmp_path: Path) -> None:
         assert proc.stdout == ""
         assert len(proc.stderr.strip().splitlines()) == 1
         assert proc.stderr.startswith("deltalog: error: ")
+
+
+def test_checkpoint_command(table_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(capsys, ["checkpoint", table_uri, "--json"])
+    assert doc["version"] == 2 and doc["numOfAddFiles"] == 2
+    assert (Path(table_uri) / "_delta_log" / "00000000000000000002.checkpoint.parquet").exists()
+    assert DeltaTable(table_uri).snapshot.checkpoint_version == 2
+    assert main(["checkpoint", table_uri]) == 0
+    assert "checkpoint of version 2: 2 files" in capsys.readouterr().out
