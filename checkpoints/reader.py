@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checkpoints.errors import CheckpointFormatError, IncompleteCheckpointError
-from checkpoints.schema import ACTION_TYPES, NON_FILE_ACTIONS
+from checkpoints.schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
 from logstores import LogFileNotFoundError, LogStore, LogStoreError
 
 
@@ -111,23 +111,10 @@ def _jsonify(value: Any, t: pa.DataType) -> Any:
     return value
 
 
-#: A leaf that is non-null whenever its action is present, per action column.
-_PRESENCE_LEAF = {
-    "add": "add.path",
-    "remove": "remove.path",
-    "metaData": "metaData.id",
-    "protocol": "protocol.minReaderVersion",
-    "txn": "txn.appId",
-    "domainMetadata": "domainMetadata.domain",
-    "checkpointMetadata": "checkpointMetadata.version",
-    "sidecar": "sidecar.path",
-}
-
-
 def _row_groups_with(pf: pq.ParquetFile, action: str) -> list[int]:
     """Row groups that may hold ``action`` rows (statistics prove the others all null)."""
     meta = pf.metadata
-    leaf = _PRESENCE_LEAF.get(action)
+    leaf = PRESENCE_LEAVES.get(action)
     index = None
     if leaf is not None:
         for i in range(meta.num_columns):

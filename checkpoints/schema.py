@@ -117,3 +117,17 @@ def classic_schema() -> pa.Schema:
             for name in ("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
         ]
     )
+
+
+#: A leaf that is non-null whenever its action is present, per action column. Writers keep
+#: statistics for these leaves; readers skip row groups whose null count says "all null".
+PRESENCE_LEAVES = {
+    "add": "add.path",
+    "remove": "remove.path",
+    "metaData": "metaData.id",
+    "protocol": "protocol.minReaderVersion",
+    "txn": "txn.appId",
+    "domainMetadata": "domainMetadata.domain",
+    "checkpointMetadata": "checkpointMetadata.version",
+    "sidecar": "sidecar.path",
+}

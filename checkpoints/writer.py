@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from checkpoints.checksum import json_checksum
 from checkpoints.errors import CheckpointFormatError
 from checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
-from checkpoints.schema import ADD, REMOVE, classic_schema
+from checkpoints.schema import ADD, PRESENCE_LEAVES, REMOVE, classic_schema
 from logstores import FileAlreadyExistsError, LogFileNotFoundError, LogStore
 
 LAST_CHECKPOINT = "_last_checkpoint"
@@ -75,9 +75,7 @@ def _batches(
     for start in range(0, n, ROW_GROUP_ROWS):
         part = _struct_from_table(rows.slice(start, ROW_GROUP_ROWS), target)
         length = len(part)
-        arrays = [
-            part if f.name == column else nulls[f.name].slice(0, length) for f in schema
-        ]
+        arrays = [part if f.name == column else nulls[f.name].slice(0, length) for f in schema]
         yield pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -116,7 +114,16 @@ def _to_parquet(sections: Iterable[pa.Table]) -> tuple[bytes, int]:
     """
     sink = io.BytesIO()
     rows = 0
-    with pq.ParquetWriter(sink, classic_schema(), compression="snappy") as writer:
+    with pq.ParquetWriter(
+        sink,
+        classic_schema(),
+        compression="snappy",
+        # Readers prune row groups by the null counts of these leaves; min/max of a million
+        # paths and stats strings would cost half the write and serve nobody.
+        write_statistics=list(PRESENCE_LEAVES.values()),
+        # Only partition keys and values repeat enough for dictionaries to pay off.
+        use_dictionary=["add.partitionValues.key_value.key", "add.partitionValues.key_value.value"],
+    ) as writer:
         for section in sections:
             writer.write_table(section, row_group_size=ROW_GROUP_ROWS)
             rows += section.num_rows

@@ -85,40 +85,25 @@ def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if dv is None else {name: dv.get(name) for name in _DV_FIELDS}
 
 
+def _to_table(actions: Sequence[AddFile] | Sequence[RemoveFile], schema: pa.Schema) -> pa.Table:
+    """Arrow table of file actions; ``schema`` column names are the dataclass attributes."""
+    if not actions:
+        return schema.empty_table()
+    cols: dict[str, list[Any]] = {}
+    for f in schema:
+        values = [getattr(a, f.name) for a in actions]
+        cols[f.name] = [_dv_row(v) for v in values] if f.name == "deletion_vector" else values
+    return pa.Table.from_pydict(cols, schema=schema)
+
+
 def adds_to_table(adds: Sequence[AddFile]) -> pa.Table:
     """Arrow table (``FILES_SCHEMA``) of add actions."""
-    if not adds:
-        return FILES_SCHEMA.empty_table()
-    cols: dict[str, list[Any]] = {
-        "path": [a.path for a in adds],
-        "partition_values": [a.partition_values for a in adds],
-        "size": [a.size for a in adds],
-        "modification_time": [a.modification_time for a in adds],
-        "data_change": [a.data_change for a in adds],
-        "tags": [a.tags for a in adds],
-        "deletion_vector": [_dv_row(a.deletion_vector) for a in adds],
-        "base_row_id": [a.base_row_id for a in adds],
-        "default_row_commit_version": [a.default_row_commit_version for a in adds],
-        "clustering_provider": [a.clustering_provider for a in adds],
-        "stats": [a.stats for a in adds],
-    }
-    return pa.Table.from_pydict(cols, schema=FILES_SCHEMA)
+    return _to_table(adds, FILES_SCHEMA)
 
 
 def removes_to_table(removes: Sequence[RemoveFile]) -> pa.Table:
     """Arrow table (``TOMBSTONES_SCHEMA``) of remove actions."""
-    if not removes:
-        return TOMBSTONES_SCHEMA.empty_table()
-    cols: dict[str, list[Any]] = {
-        "path": [r.path for r in removes],
-        "deletion_timestamp": [r.deletion_timestamp for r in removes],
-        "data_change": [r.data_change for r in removes],
-        "extended_file_metadata": [r.extended_file_metadata for r in removes],
-        "partition_values": [r.partition_values for r in removes],
-        "size": [r.size for r in removes],
-        "deletion_vector": [_dv_row(r.deletion_vector) for r in removes],
-    }
-    return pa.Table.from_pydict(cols, schema=TOMBSTONES_SCHEMA)
+    return _to_table(removes, TOMBSTONES_SCHEMA)
 
 
 def _without(table: pa.Table, keys: pa.Array, prefix: str) -> pa.Table:

@@ -309,3 +309,17 @@ def test_lazy_stats_after_removes_following_a_checkpoint(tmp_path: Path) -> None
         "p=y/n1.parquet": 1,
         "p=y/n2.parquet": 1,
     }
+
+
+def test_checkpoint_row_groups_separate_actions(tmp_path: Path) -> None:
+    from checkpoints.reader import _row_groups_with
+
+    table = _appended(tmp_path, 3)
+    table.overwrite_files([write_parquet(tmp_path, "p=9/o.parquet", pa.table({"id": [9]}))])
+    table.checkpoint()
+    pf = pq.ParquetFile(_cp(tmp_path, 4))
+    assert pf.metadata.num_row_groups == 3  # non-file actions, adds, removes
+    assert _row_groups_with(pf, "metaData") == [0]
+    assert _row_groups_with(pf, "protocol") == [0]
+    assert _row_groups_with(pf, "add") == [1]
+    assert _row_groups_with(pf, "remove") == [2]
