@@ -54,7 +54,7 @@ def _deltalog_files(table: deltalog.DeltaTable, root: str) -> list[str]:
             raise AssertionError(f"unexpected non-local data file path in a local table: {logged}")
         else:  # relative to the root (os.path.join keeps an absolute /x as is)
             path = os.path.join(root, unquote(logged))
-        out.append(os.path.normpath(path))
+        out.append(os.path.realpath(path))
     return sorted(out)
 
 
@@ -68,7 +68,7 @@ def _delta_rs_files(root: str, version: int | None = None) -> list[str] | None:
     out = []
     for uri in uris:
         path = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
-        out.append(os.path.normpath(path))
+        out.append(os.path.realpath(path))
     return sorted(out)
 
 
