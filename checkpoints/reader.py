@@ -8,7 +8,7 @@ back as JSON-like dicts in the protocol's camelCase, ready for the action parser
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,17 +275,3 @@ def read_checkpoint(
             location = rel if "://" in rel else LogStore.join(log_dir, "_sidecars", rel)
             _read_parquet(store, location, add_fields, remove_fields, out, file_actions_only=True)
     return out
-
-
-def concat_tables(parts: Iterable[pa.Table], schema: pa.Schema) -> pa.Table:
-    """Concatenate projected tables, or an empty table of ``schema``."""
-    tables = [t for t in parts if t.num_rows]
-    if not tables:
-        return schema.empty_table()
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-
-
-def non_null(table: pa.Table, column: str) -> pa.Table:
-    """Rows whose ``column`` is not null."""
-    col = table.column(column)
-    return table.filter(pc.is_valid(col)) if col.null_count else table

@@ -8,7 +8,7 @@ placed into their struct columns without a round trip through Python objects.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,12 +100,6 @@ def checkpoint_sections(content: CheckpointContent) -> Iterator[pa.Table]:
     yield from _batches(schema, "remove", content.removes, REMOVE)
 
 
-def build_checkpoint_table(content: CheckpointContent) -> pa.Table:
-    """The whole checkpoint as one Arrow table (for inspection and tests)."""
-    sections = list(checkpoint_sections(content))
-    return pa.concat_tables(sections) if sections else classic_schema().empty_table()
-
-
 def _to_parquet(sections: Iterable[pa.Table]) -> tuple[bytes, int]:
     """Parquet bytes (and row count) with each section written as its own row group.
 
@@ -179,8 +173,3 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
         pass
     store.write(pointer_path, orjson.dumps(pointer), overwrite=True)
     return last
-
-
-def checkpoint_file_names(version: int) -> Sequence[str]:
-    """Names of the files :func:`write_checkpoint` creates for ``version``."""
-    return (_checkpoint_name(version), LAST_CHECKPOINT)
