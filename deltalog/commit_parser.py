@@ -94,8 +94,8 @@ def _struct_to_map(arr: pa.StructArray, target: pa.DataType) -> pa.Array:
 
 def _conform(column: pa.StructArray, schema: pa.Schema, tags: pa.Array | None) -> pa.Table:
     arrays = []
+    camel = {snake(c.name): c.name for c in column.type}
     for f in schema:
-        camel = {snake(c.name): c.name for c in column.type}
         name = camel.get(f.name)
         if f.name == "partition_values":
             assert name is not None
