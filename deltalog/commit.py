@@ -1,7 +1,7 @@
-"""Publishing one commit: serialise once, create-if-absent ``N.json``, retry blind appends.
+"""Writing one commit file: the ``commitInfo`` layout, create-if-absent, and retry pacing.
 
-This is the single place a commit file is written. Issue 4's transactions build on it: the
-conflict check hook decides whether a losing attempt may be rebased onto the winners.
+:func:`try_write` is the single place a commit file is written; ``transaction`` decides what to
+do when it reports that another writer got the version first.
 """
 
 from __future__ import annotations
@@ -9,28 +9,17 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from deltalog import __version__
-from deltalog.actions import Action, CommitInfo, serialize_actions
-from deltalog.errors import CommitFailedError
+from deltalog.actions import CommitInfo
+from deltalog.errors import InvalidInputError
 from deltalog.paths import commit_name
 from deltalog.storage import TableStorage, storage_errors
 from logstores import FileAlreadyExistsError
 
-ENGINE_INFO = f"deltalog/{__version__}"
-
-
-@dataclass(frozen=True, slots=True)
-class CommitResult:
-    """A landed commit: its version, the actions written, and how many attempts it took."""
-
-    version: int
-    actions: tuple[Action, ...]
-    attempts: int
-    modification_time: int
+ENGINE_INFO: str = f"deltalog/{__version__}"
 
 
 def make_commit_info(
@@ -41,6 +30,7 @@ def make_commit_info(
     is_blind_append: bool,
     metrics: dict[str, str] | None = None,
     isolation_level: str = "Serializable",
+    engine_info: str = ENGINE_INFO,
 ) -> CommitInfo:
     """A ``commitInfo`` laid out as delta-spark writes it."""
     body: dict[str, Any] = {
@@ -54,60 +44,53 @@ def make_commit_info(
     body["isBlindAppend"] = is_blind_append
     if metrics:
         body["operationMetrics"] = metrics
-    body["engineInfo"] = ENGINE_INFO
+    body["engineInfo"] = engine_info
     body["txnId"] = str(uuid.uuid4())
     return CommitInfo(extra=body)
 
 
-#: Called after losing the race for ``version``; returns the next version to try, or raises.
-RebaseHook = Callable[[int], int]
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a transaction retries after losing the race for a version.
+
+    Losing is not a conflict in itself: the winners are read and checked, and if none conflicts
+    the same actions are tried at the next free version. Between attempts the writer sleeps a
+    random time between 0 and ``min(max_delay, base_delay * 2**(attempt - 1))`` seconds
+    (exponential backoff with full jitter), so that writers that collided spread out.
+
+    Attributes:
+        max_attempts: Versions to try before giving up with ``CommitAttemptsExhaustedError``.
+        base_delay: Upper bound of the first sleep, in seconds.
+        max_delay: Cap on any one sleep, in seconds.
+    """
+
+    max_attempts: int = 1000
+    base_delay: float = 0.0005
+    max_delay: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise InvalidInputError(f"max_attempts must be at least 1, not {self.max_attempts}")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise InvalidInputError("backoff delays cannot be negative")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to sleep after failed attempt number ``attempt`` (1-based)."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt - 1, 60)))
 
 
-def publish(
-    storage: TableStorage,
-    version: int,
-    commit_info: CommitInfo,
-    actions: Sequence[Action],
-    *,
-    rebase: RebaseHook | None,
-    max_attempts: int = 100,
-    backoff_base: float = 0.001,
-    backoff_cap: float = 0.5,
-) -> CommitResult:
-    """Write ``commitInfo`` + ``actions`` as the next commit.
+def try_write(storage: TableStorage, version: int, data: bytes) -> bool:
+    """Create ``_delta_log/<version>.json`` with ``data`` unless it exists.
 
-    On losing the race for a version, ``rebase`` (when given) checks the winners and returns the
-    next version to try; without it the commit fails as a conflict. Attempts are bounded and
-    spaced by exponential backoff with full jitter.
+    Returns:
+        ``True`` if this call created the file, ``False`` if another writer had.
 
     Raises:
-        CommitFailedError: ``rebase`` is ``None`` and another writer won, or attempts ran out.
+        StorageError: The store failed otherwise.
     """
-    attempt = 0
-    while True:
-        attempt += 1
-        info = commit_info
-        if attempt > 1 and version > 0:
-            info = CommitInfo(extra={**commit_info.extra, "readVersion": version - 1})
-        data = serialize_actions([info, *actions])
-        name = commit_name(version)
-        try:
-            with storage_errors(f"cannot write commit {version}"):
-                storage.store.write(storage.log_file(name), data, overwrite=False)
-        except FileAlreadyExistsError as exc:
-            if rebase is None:
-                raise CommitFailedError(
-                    f"version {version} was committed by another writer",
-                    retryable=True,
-                    conflict=True,
-                ) from exc
-            if attempt >= max_attempts:
-                raise CommitFailedError(
-                    f"gave up after {attempt} attempts; last tried version {version}",
-                    retryable=True,
-                    conflict=True,
-                ) from exc
-            version = rebase(version)
-            time.sleep(random.uniform(0, min(backoff_cap, backoff_base * 2**attempt)))
-            continue
-        return CommitResult(version, (info, *actions), attempt, int(time.time() * 1000))
+    try:
+        with storage_errors(f"cannot write commit {version}"):
+            storage.store.write(storage.log_file(commit_name(version)), data, overwrite=False)
+    except FileAlreadyExistsError:
+        return False
+    return True

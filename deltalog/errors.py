@@ -18,9 +18,25 @@
     │   ├── InvalidSchemaError        a schema that cannot be represented or parsed
     │   ├── SchemaMismatchError       a data file's schema does not match the table
     │   ├── PartitionValueError       a partition value that does not parse or match the schema
-    │   └── InvalidPathError          a file path that escapes the table or cannot be encoded
+    │   ├── InvalidPathError          a file path that escapes the table or cannot be encoded
+    │   ├── DuplicateFileError        a file given twice, or added while already live
+    │   ├── AppendOnlyError           removing data from a delta.appendOnly table
+    │   ├── FileNotInTableError       removing a file that is not live
+    │   └── InvalidPredicateError     a partition predicate that names other columns or bad values
+    ├── TransactionClosedError        a transaction was used after it committed or aborted
     ├── StorageError                  the log store failed (wraps logstores.LogStoreError)
     └── CommitFailedError             a commit did not land (``retryable``, ``conflict``)
+        ├── CommitAttemptsExhaustedError   every attempt lost the race; the last winner is named
+        └── ConcurrentModificationError    a winning commit conflicts with this transaction
+            ├── ProtocolChangedError          the winner changed the protocol
+            ├── MetadataChangedError          the winner changed the metadata (schema, ...)
+            ├── ConcurrentTransactionError    the winner wrote an app id or domain this one uses
+            ├── ConcurrentAppendError         the winner added files this transaction should read
+            ├── ConcurrentDeleteReadError     the winner removed a file this transaction read
+            └── ConcurrentDeleteDeleteError   both removed the same file
+
+The six conflict classes are also importable under delta-spark's names
+(``ConcurrentAppendException`` and so on), so code ported from PySpark catches the same thing.
 
 Errors that stand for a problem with one file or version carry it as attributes, so scripts can
 act on them without parsing messages.
@@ -124,15 +140,45 @@ class InvalidPathError(InvalidInputError):
     """A file path escapes the table root or is otherwise unusable."""
 
 
+class DuplicateFileError(InvalidInputError):
+    """A file is given twice, or is already live in the table."""
+
+
+class AppendOnlyError(InvalidInputError):
+    """The table is append-only (``delta.appendOnly``) and the operation would remove data."""
+
+
+class FileNotInTableError(InvalidInputError):
+    """A file to remove is not live in the snapshot the transaction reads.
+
+    Attributes:
+        path: The file.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class InvalidPredicateError(InvalidInputError):
+    """A partition predicate names a column that is not a partition column, or a bad value."""
+
+
+class TransactionClosedError(DeltaLogError):
+    """A transaction was used after it committed, failed or was abandoned."""
+
+
 class StorageError(DeltaLogError):
     """The log store failed; the store's own error is the ``__cause__``."""
 
 
 class CommitFailedError(DeltaLogError):
-    """A commit did not land.
+    """A commit did not land; nothing was written.
 
     Attributes:
-        retryable: Whether running the same transaction again may succeed.
+        retryable: Whether re-running the whole operation (new transaction, fresh reads) may
+            succeed. deltalog never re-runs an operation itself: only the caller can redo the
+            reads a transaction made.
         conflict: Whether another writer's commit caused the failure.
     """
 
@@ -140,3 +186,135 @@ class CommitFailedError(DeltaLogError):
         super().__init__(message)
         self.retryable = retryable
         self.conflict = conflict
+
+
+class CommitAttemptsExhaustedError(CommitFailedError):
+    """Every allowed attempt lost the race for the next version to another writer.
+
+    No winner conflicted with the transaction; the table is just busy. Retrying later, or with a
+    larger ``max_attempts``, can succeed.
+
+    Attributes:
+        attempts: How many versions were tried.
+        last_version: The last version tried.
+    """
+
+    def __init__(self, message: str, *, attempts: int, last_version: int) -> None:
+        super().__init__(message, retryable=True, conflict=True)
+        self.attempts = attempts
+        self.last_version = last_version
+
+
+class ConcurrentModificationError(CommitFailedError):
+    """A commit that landed first conflicts with this transaction; nothing was written.
+
+    Attributes:
+        winning_version: The version of the conflicting commit.
+        winning_operation: Its ``commitInfo.operation`` (``None`` if it has no commitInfo).
+        winning_commit_info: Its whole ``commitInfo``.
+        path: The data file at the heart of the conflict, when there is one.
+        partition: That file's partition values, when there is a file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        winning_version: int,
+        winning_commit_info: dict[str, object] | None = None,
+        path: str | None = None,
+        partition: dict[str, str | None] | None = None,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(message, retryable=retryable, conflict=True)
+        self.winning_version = winning_version
+        self.winning_commit_info = dict(winning_commit_info or {})
+        operation = self.winning_commit_info.get("operation")
+        self.winning_operation = operation if isinstance(operation, str) else None
+        self.path = path
+        self.partition = partition
+
+
+class ProtocolChangedError(ConcurrentModificationError):
+    """The winner changed the protocol in a way this transaction cannot follow.
+
+    It changed the protocol while this transaction changes it too, downgraded it, or moved it
+    to one deltalog cannot write (then ``retryable`` is false).
+    """
+
+
+class MetadataChangedError(ConcurrentModificationError):
+    """The winner changed the table metadata (schema, partitioning or properties)."""
+
+
+class ConcurrentTransactionError(ConcurrentModificationError):
+    """The winner wrote an application's ``txn`` or a metadata domain this transaction uses.
+
+    Either a ``txn`` for an app id this transaction read or sets, or the same metadata domain
+    this transaction writes.
+
+    Attributes:
+        app_id: The application id, for a ``txn`` conflict.
+        domain: The domain name, for a domain-metadata conflict.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        winning_version: int,
+        winning_commit_info: dict[str, object] | None = None,
+        app_id: str | None = None,
+        domain: str | None = None,
+    ) -> None:
+        super().__init__(
+            message, winning_version=winning_version, winning_commit_info=winning_commit_info
+        )
+        self.app_id = app_id
+        self.domain = domain
+
+
+class ConcurrentAppendError(ConcurrentModificationError):
+    """The winner added a file that matches what this transaction read.
+
+    Attributes:
+        predicate: The read predicate the file matches, as text (``"TRUE"`` for a whole-table
+            read).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        winning_version: int,
+        winning_commit_info: dict[str, object] | None = None,
+        path: str | None = None,
+        partition: dict[str, str | None] | None = None,
+        predicate: str = "TRUE",
+    ) -> None:
+        super().__init__(
+            message,
+            winning_version=winning_version,
+            winning_commit_info=winning_commit_info,
+            path=path,
+            partition=partition,
+        )
+        self.predicate = predicate
+
+
+class ConcurrentDeleteReadError(ConcurrentModificationError):
+    """The winner removed a file this transaction read."""
+
+
+class ConcurrentDeleteDeleteError(ConcurrentModificationError):
+    """The winner removed a file this transaction removes too."""
+
+
+# delta-spark's names for the same conditions.
+ConcurrentModificationException = ConcurrentModificationError
+ProtocolChangedException = ProtocolChangedError
+MetadataChangedException = MetadataChangedError
+ConcurrentTransactionException = ConcurrentTransactionError
+ConcurrentAppendException = ConcurrentAppendError
+ConcurrentDeleteReadException = ConcurrentDeleteReadError
+ConcurrentDeleteDeleteException = ConcurrentDeleteDeleteError

@@ -60,14 +60,20 @@ def file_key(path: str, dv_id: str | None, prefix: str) -> str:
     return key if dv_id is None else f"{key}\x00{dv_id}"
 
 
-def arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
-    """Vectorised :func:`file_key` over a files or tombstones table."""
-    path = table.column("path").combine_chunks()
+def canonical_paths(paths: pa.Array | pa.ChunkedArray, prefix: str) -> pa.Array:
+    """Vectorised :func:`canonical_path`."""
+    path = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
     if pc.any(pc.starts_with(path, "/")).as_py() or pc.any(pc.starts_with(path, "file:")).as_py():
         fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
         qualified = pc.binary_join_element_wise(prefix, fixed, "")
         is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
         path = pc.if_else(is_abs, qualified, fixed)
+    return path
+
+
+def arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
+    """Vectorised :func:`file_key` over a files or tombstones table."""
+    path = canonical_paths(table.column("path"), prefix)
     dv = table.column("deletion_vector").combine_chunks()
     if dv.null_count == len(dv):
         return path

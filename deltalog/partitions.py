@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from deltalog.errors import PartitionValueError
+from deltalog.errors import InvalidInputError, PartitionValueError
 from deltalog.schema import DataType, DecimalType, PrimitiveType, StructType
 
 #: Hive's directory name for a null partition value.
@@ -220,3 +220,22 @@ def parse_hive_path(relative_path: str) -> dict[str, str | None]:
         value = hive_unescape(raw)
         out[hive_unescape(key)] = None if value == HIVE_NULL else value
     return out
+
+
+def check_partition_columns(schema: StructType, partition_columns: list[str]) -> None:
+    """Refuse partition columns that repeat, are missing from the schema, or are not primitive.
+
+    Raises:
+        InvalidInputError: Naming the offending column.
+    """
+    if len(set(partition_columns)) != len(partition_columns):
+        raise InvalidInputError(f"partition columns repeat: {partition_columns}")
+    for col in partition_columns:
+        try:
+            f = schema.field(col)
+        except KeyError:
+            raise InvalidInputError(f"partition column {col!r} is not in the schema") from None
+        if f.type.to_json() in ("void", "variant") or not isinstance(f.type.to_json(), str):
+            raise InvalidInputError(f"partition column {col!r} must have a primitive type")
+    if partition_columns and len(partition_columns) == len(schema.fields):
+        raise InvalidInputError("a table needs at least one column that is not a partition column")

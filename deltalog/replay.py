@@ -292,15 +292,20 @@ def replay(storage: TableStorage, listing: LogListing, version: int | None = Non
 
 
 def advance(
-    snapshot: Snapshot, version: int, actions: Sequence[Action], mtime: int, prefix: str
+    snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], int]], prefix: str
 ) -> Snapshot:
-    """The snapshot after applying one more commit of ``actions`` at ``version``."""
+    """The snapshot after applying consecutive commits, each ``(version, actions, mtime)``."""
+    if not commits:
+        return snapshot
     state = _State(protocol=snapshot.protocol, metadata=snapshot.metadata)
     state.txns = dict(snapshot.txns)
     state.domains = dict(snapshot.domains)
-    state.apply(actions)
+    for _, actions, _ in commits:
+        state.last_commit_info = None
+        state.apply(actions)
     files, tombstones = state.files.merge(snapshot.raw_files, snapshot.tombstones, prefix)
     assert state.protocol is not None and state.metadata is not None
+    version, _, mtime = commits[-1]
     return Snapshot(
         version=version,
         protocol=state.protocol,

@@ -14,41 +14,38 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkpoints.last_checkpoint import LastCheckpoint
-from deltalog.actions import Action, AddFile, Metadata, Protocol, RemoveFile
+from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.checkpointing import write_snapshot_checkpoint
-from deltalog.commit import make_commit_info, publish
+from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
 from deltalog.config import checkpoint_interval, expired_log_cleanup
 from deltalog.errors import (
-    CommitFailedError,
+    AppendOnlyError,
+    DuplicateFileError,
     InvalidInputError,
-    InvalidPathError,
+    InvalidPredicateError,
     TableAlreadyExistsError,
     TableNotFoundError,
     TimestampOutOfRangeError,
     VersionNotFoundError,
 )
-from deltalog.features import check_writable, protocol_for_new_table
-from deltalog.paths import check_relative, commit_name, decode_path, encode_path, has_scheme
-from deltalog.replay import advance, read_commit, replay, scheme_prefix
+from deltalog.features import protocol_for_new_table
+from deltalog.partitions import check_partition_columns
+from deltalog.paths import decode_path, has_scheme
+from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
+from deltalog.replay import read_commit, replay
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, list_log
 from deltalog.snapshot import Snapshot
-from deltalog.stats import build_add, read_footer
-from deltalog.storage import TableStorage, storage_errors
-from logstores import LogFileNotFoundError, open_store, scheme_of
+from deltalog.storage import TableStorage
+from deltalog.transaction import Transaction
+from logstores import LogFileNotFoundError
 from logstores.local import local_path_from_uri
+
+__all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
 TimestampLike = dt.datetime | int | str
 _log = logging.getLogger(__name__)
-
-
-class DuplicateFileError(InvalidInputError):
-    """A file is given twice, or is already live in the table."""
-
-
-class AppendOnlyError(InvalidInputError):
-    """The table is append-only (``delta.appendOnly``) and the operation would remove data."""
 
 
 def _now_ms() -> int:
@@ -83,6 +80,8 @@ class DeltaTable:
         timestamp: Open the latest version committed at or before this time (a datetime, an
             ISO-8601 string, or milliseconds since the epoch).
         storage_options: Options for the log store (e.g. ``s3.endpoint``).
+        retry: How this object's transactions retry after losing a version to another writer
+            (default :class:`~deltalog.commit.RetryPolicy`). A transaction may override it.
 
     Raises:
         TableNotFoundError: No Delta table at ``uri``.
@@ -98,7 +97,9 @@ class DeltaTable:
         version: int | None = None,
         timestamp: TimestampLike | None = None,
         storage_options: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
+        self._retry = retry or RetryPolicy()
         if version is not None and timestamp is not None:
             raise InvalidInputError("give version or timestamp, not both")
         self._storage = TableStorage.open(uri, storage_options)
@@ -147,7 +148,7 @@ class DeltaTable:
         """
         struct = as_struct(schema)
         partition_columns = list(partition_by)
-        _check_partition_columns(struct, partition_columns)
+        check_partition_columns(struct, partition_columns)
         config = {str(k): str(v) for k, v in (configuration or {}).items()}
         protocol = protocol_for_new_table(struct, config)
         storage = TableStorage.open(uri, storage_options)
@@ -177,12 +178,8 @@ class DeltaTable:
             read_version=None,
             is_blind_append=True,
         )
-        try:
-            publish(storage, 0, info, [metadata, protocol], rebase=None)
-        except CommitFailedError as exc:
-            raise TableAlreadyExistsError(
-                f"a Delta table was created at {uri} concurrently"
-            ) from exc
+        if not try_write(storage, 0, serialize_actions([info, metadata, protocol])):
+            raise TableAlreadyExistsError(f"a Delta table was created at {uri} concurrently")
         return cls(uri, storage_options=storage_options)
 
     # ------------------------------------------------------------------ reading
@@ -285,12 +282,57 @@ class DeltaTable:
         return out
 
     # ------------------------------------------------------------------ writing
+    def transaction(
+        self,
+        operation: str = "WRITE",
+        *,
+        parameters: Mapping[str, Any] | None = None,
+        isolation_level: str | None = None,
+        retry: RetryPolicy | None = None,
+        engine_info: str = ENGINE_INFO,
+    ) -> Transaction:
+        """Start a transaction on the snapshot this object holds.
+
+        The transaction does not re-list the log: it starts from this object's snapshot (which
+        advances after every commit made through it). Call :meth:`update` first to start from
+        the newest version; either way, commits that landed since are checked for conflicts.
+
+        Args:
+            operation: ``commitInfo.operation`` (``WRITE``, ``DELETE``, ``OPTIMIZE``, ...).
+            parameters: ``commitInfo.operationParameters``.
+            isolation_level: ``Serializable`` or ``WriteSerializable``; default the table's
+                ``delta.isolationLevel``, else ``WriteSerializable``.
+            retry: Overrides this object's retry policy.
+            engine_info: ``commitInfo.engineInfo``.
+
+        Raises:
+            InvalidInputError: Unknown isolation level or empty operation.
+        """
+        return Transaction(
+            storage=self._storage,
+            snapshot=self._snapshot,
+            operation=operation,
+            parameters=parameters,
+            isolation_level=isolation_level,
+            retry=retry or self._retry,
+            engine_info=engine_info,
+            on_advance=self._advanced,
+        )
+
+    def _advanced(self, snapshot: Snapshot, committed: bool) -> None:
+        """A transaction learned of newer versions (and, if ``committed``, made the newest)."""
+        if snapshot.version <= self._snapshot.version:
+            return
+        self._snapshot = snapshot
+        if committed:
+            self._after_commit()
+
     def append_files(self, paths: Iterable[str], *, data_change: bool = True) -> int:
         """Commit existing Parquet files as a blind append; returns the new version.
 
         Paths are relative to the table root, or absolute URIs on the table's store. Every file
         is checked (schema, partition values from Hive-style directories) before anything is
-        written.
+        written. Appends never conflict with each other.
 
         Raises:
             SchemaMismatchError: A file's columns do not fit the table.
@@ -298,129 +340,56 @@ class DeltaTable:
             InvalidPathError: A path escapes the table or is on another store.
             DuplicateFileError: A path is given twice or is already in the table.
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
+            MetadataChangedError, ProtocolChangedError: A concurrent commit changed the table.
         """
-        adds = self._describe_files(paths, data_change=data_change)
-        return self._commit_files(adds, [], mode="Append")
+        tx = self.transaction("WRITE", parameters=self._write_parameters("Append"))
+        if not tx.add(paths, data_change=data_change):
+            raise InvalidInputError("no files given")
+        return tx.commit()
 
-    def overwrite_files(self, paths: Iterable[str]) -> int:
-        """Replace every live file of the table with the given Parquet files.
+    def overwrite_files(self, paths: Iterable[str], *, where: PredicateLike | None = None) -> int:
+        """Replace live files with the given Parquet files; returns the new version.
+
+        Without ``where`` every live file is replaced. With ``where`` (a predicate on partition
+        columns) only the files it matches are, and every new file must satisfy it. Concurrent
+        overwrites of disjoint partitions do not conflict.
 
         Raises:
             AppendOnlyError: The table is append-only.
+            InvalidPredicateError: A new file does not satisfy ``where``.
+            ConcurrentAppendError, ConcurrentDeleteReadError: A concurrent commit changed the
+                files this overwrite replaces.
             Same as :meth:`append_files` otherwise.
         """
         self.update()
         if self._snapshot.configuration.get("delta.appendOnly") == "true":
             raise AppendOnlyError("the table is append-only (delta.appendOnly=true)")
-        adds = self._describe_files(paths, data_change=True, replacing=True)
-        removes = _removes_for(self._snapshot.files)
-        return self._commit_files(adds, removes, mode="Overwrite")
-
-    def _describe_files(
-        self, paths: Iterable[str], *, data_change: bool, replacing: bool = False
-    ) -> list[AddFile]:
-        snap = self._snapshot
-        check_writable(snap.protocol, snap.metadata)
-        schema, partition_columns = snap.schema, snap.partition_columns
-        seen: set[str] = set()
-        live = set() if replacing else set(snap.paths().to_pylist())
-        adds = []
-        for given in paths:
-            action_path, relative, location = self._resolve(given)
-            if action_path in seen:
-                raise DuplicateFileError(f"{given!r} is given more than once")
-            if action_path in live:
-                raise DuplicateFileError(f"{given!r} is already in the table")
-            seen.add(action_path)
-            store = self._storage.store
-            with storage_errors(f"cannot read {location}"):
-                status = store.stat(location)
-                with store.open_input(location) as fh:
-                    footer = read_footer(fh, location)
-            adds.append(
-                build_add(
-                    action_path=action_path,
-                    relative_for_partitions=relative,
-                    size=status.size,
-                    modification_time=status.modification_time,
-                    footer=footer,
-                    table=schema,
-                    partition_columns=partition_columns,
-                    configuration=snap.configuration,
-                    location=location,
-                    data_change=data_change,
-                )
+        params = self._write_parameters("Overwrite")
+        predicate = None if where is None else as_predicate(where)
+        if predicate is not None:
+            params["predicate"] = orjson.dumps([str(predicate)]).decode()
+        tx = self.transaction("WRITE", parameters=params)
+        old = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
+        adds = tx.add(paths)
+        if predicate is not None and adds:
+            snap = self._snapshot
+            table = partition_table(
+                [a.partition_values for a in adds], snap.schema, snap.partition_columns
             )
-        if not adds:
-            raise InvalidInputError("no files given")
-        return adds
-
-    def _resolve(self, given: str) -> tuple[str, str, str]:
-        """(path for the action, path for partition parsing, store location) of a data file."""
-        root = self._storage.root
-        if has_scheme(given) or given.startswith("/"):
-            if scheme_of(given) != scheme_of(self._storage.uri):
-                raise InvalidPathError(f"{given!r} is not on the table's store ({self.uri})")
-            with storage_errors(f"cannot resolve {given}"):
-                _, location = open_store(given, {})
-            if location.startswith(root.rstrip("/") + "/"):
-                relative = check_relative(location[len(root.rstrip("/")) + 1 :])
-                return encode_path(relative), relative, self._storage.data_file(relative)
-            if "://" not in location:  # local absolute path outside the table
-                return "file://" + encode_path(location), location, location
-            if scheme_prefix(location) != scheme_prefix(root):
-                raise InvalidPathError(f"{given!r} is outside the table's bucket or container")
-            head = scheme_prefix(location)
-            return head + encode_path(location[len(head) :]), location, location
-        relative = check_relative(given)
-        return encode_path(relative), relative, self._storage.data_file(relative)
-
-    def _commit_files(self, adds: list[AddFile], removes: list[RemoveFile], *, mode: str) -> int:
-        snap = self._snapshot
-        blind = not removes
-        metrics = {
-            "numFiles": str(len(adds)),
-            "numOutputRows": str(sum(_num_records(a) for a in adds)),
-            "numOutputBytes": str(sum(a.size for a in adds)),
-        }
-        if removes:
-            metrics["numRemovedFiles"] = str(len(removes))
-        info = make_commit_info(
-            operation="WRITE",
-            parameters={"mode": mode, "partitionBy": orjson.dumps(snap.partition_columns).decode()},
-            read_version=snap.version,
-            is_blind_append=blind,
-            metrics=metrics,
-        )
-        winners: list[tuple[int, list[Action]]] = []
-
-        def rebase(lost: int) -> int:
-            # A blind append may move past winners that change no metadata or protocol.
-            version = lost
-            while True:
-                try:
-                    actions = read_commit(self._storage, commit_name(version), version)
-                except LogFileNotFoundError:
-                    return version
-                if not blind or any(isinstance(a, Metadata | Protocol) for a in actions):
-                    raise CommitFailedError(
-                        f"version {version} changed the table concurrently; retry the operation",
-                        retryable=True,
-                        conflict=True,
+            for add, ok in zip(adds, matches(predicate, table).to_pylist(), strict=True):
+                if not ok:
+                    raise InvalidPredicateError(
+                        f"{add.path} (partition {add.partition_values}) does not satisfy the "
+                        f"overwrite predicate {predicate}"
                     )
-                winners.append((version, actions))
-                version += 1
+        tx.remove(old)
+        return tx.commit()
 
-        actions: list[Action] = [*removes, *adds]
-        result = publish(self._storage, snap.version + 1, info, actions, rebase=rebase)
-        prefix = scheme_prefix(self._storage.root)
-        for version, winner_actions in winners:
-            snap = advance(snap, version, winner_actions, result.modification_time, prefix)
-        self._snapshot = advance(
-            snap, result.version, result.actions, result.modification_time, prefix
-        )
-        self._after_commit()
-        return result.version
+    def _write_parameters(self, mode: str) -> dict[str, Any]:
+        return {
+            "mode": mode,
+            "partitionBy": orjson.dumps(self._snapshot.partition_columns).decode(),
+        }
 
     def _after_commit(self) -> None:
         """Checkpoint every ``delta.checkpointInterval`` versions; never fail the commit."""
@@ -454,49 +423,6 @@ class DeltaTable:
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.uri!r}, version={self.version()})"
-
-
-def _num_records(add: AddFile) -> int:
-    if not add.stats:
-        return 0
-    n = orjson.loads(add.stats).get("numRecords", 0)
-    return n if isinstance(n, int) else 0
-
-
-def _removes_for(files: pa.Table) -> list[RemoveFile]:
-    now = _now_ms()
-    rows = files.select(["path", "partition_values", "size", "deletion_vector", "tags", "stats"])
-    out = []
-    for row in rows.to_pylist():
-        dv = row["deletion_vector"]
-        out.append(
-            RemoveFile(
-                path=row["path"],
-                deletion_timestamp=now,
-                data_change=True,
-                extended_file_metadata=True,
-                partition_values=dict(row["partition_values"] or []),
-                size=row["size"],
-                tags=dict(row["tags"]) if row["tags"] else None,
-                deletion_vector={k: v for k, v in dv.items() if v is not None} if dv else None,
-                stats=row["stats"],
-            )
-        )
-    return out
-
-
-def _check_partition_columns(schema: StructType, partition_columns: list[str]) -> None:
-    if len(set(partition_columns)) != len(partition_columns):
-        raise InvalidInputError(f"partition columns repeat: {partition_columns}")
-    for col in partition_columns:
-        try:
-            f = schema.field(col)
-        except KeyError:
-            raise InvalidInputError(f"partition column {col!r} is not in the schema") from None
-        if f.type.to_json() in ("void", "variant") or not isinstance(f.type.to_json(), str):
-            raise InvalidInputError(f"partition column {col!r} must have a primitive type")
-    if partition_columns and len(partition_columns) == len(schema.fields):
-        raise InvalidInputError("a table needs at least one column that is not a partition column")
 
 
 def _version_at(listing: LogListing, ts: int) -> int:

@@ -1,0 +1,88 @@
+"""Turning existing Parquet files into ``add`` actions: where they are, and what is in them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from deltalog.actions import AddFile
+from deltalog.errors import DuplicateFileError, InvalidPathError
+from deltalog.features import check_writable
+from deltalog.file_actions import scheme_prefix
+from deltalog.paths import check_relative, encode_path, has_scheme
+from deltalog.snapshot import Snapshot
+from deltalog.stats import build_add, read_footer
+from deltalog.storage import TableStorage, storage_errors
+from logstores import open_store, scheme_of
+
+
+def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
+    """Where a data file is: (path for the action, path for partition parsing, store location).
+
+    Paths inside the table become relative; absolute ones must be on the table's store (and,
+    for object stores, in the table's bucket or container).
+
+    Raises:
+        InvalidPathError: The path escapes the table or is on another store.
+    """
+    root = storage.root
+    if has_scheme(given) or given.startswith("/"):
+        if scheme_of(given) != scheme_of(storage.uri):
+            raise InvalidPathError(f"{given!r} is not on the table's store ({storage.uri})")
+        with storage_errors(f"cannot resolve {given}"):
+            _, location = open_store(given, {})
+        if location.startswith(root.rstrip("/") + "/"):
+            relative = check_relative(location[len(root.rstrip("/")) + 1 :])
+            return encode_path(relative), relative, storage.data_file(relative)
+        if "://" not in location:  # local absolute path outside the table
+            return "file://" + encode_path(location), location, location
+        if scheme_prefix(location) != scheme_prefix(root):
+            raise InvalidPathError(f"{given!r} is outside the table's bucket or container")
+        head = scheme_prefix(location)
+        return head + encode_path(location[len(head) :]), location, location
+    relative = check_relative(given)
+    return encode_path(relative), relative, storage.data_file(relative)
+
+
+def describe(
+    storage: TableStorage, snapshot: Snapshot, paths: Iterable[str], *, data_change: bool
+) -> list[AddFile]:
+    """``add`` actions for Parquet files, with statistics and partition values from each file.
+
+    Every file is checked (schema against the table, partition values from Hive-style
+    directories) before any action is returned.
+
+    Raises:
+        SchemaMismatchError: A file's columns do not fit the table.
+        PartitionValueError: A file's directories do not give valid partition values.
+        InvalidPathError: A path escapes the table or is on another store.
+        DuplicateFileError: A path is given twice.
+        UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
+    """
+    check_writable(snapshot.protocol, snapshot.metadata)
+    seen: set[str] = set()
+    adds = []
+    store = storage.store
+    for given in paths:
+        action_path, relative, location = resolve(storage, given)
+        if action_path in seen:
+            raise DuplicateFileError(f"{given!r} is given more than once")
+        seen.add(action_path)
+        with storage_errors(f"cannot read {location}"):
+            status = store.stat(location)
+            with store.open_input(location) as fh:
+                footer = read_footer(fh, location)
+        adds.append(
+            build_add(
+                action_path=action_path,
+                relative_for_partitions=relative,
+                size=status.size,
+                modification_time=status.modification_time,
+                footer=footer,
+                table=snapshot.schema,
+                partition_columns=snapshot.partition_columns,
+                configuration=snapshot.configuration,
+                location=location,
+                data_change=data_change,
+            )
+        )
+    return adds

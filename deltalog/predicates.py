@@ -1,0 +1,421 @@
+"""Predicates on partition columns: what a transaction read, evaluated on files' partition values.
+
+A transaction that reads part of a table records the predicate it read with; the conflict checker
+later evaluates that predicate on the partition values of files other writers added. Both sides
+use :func:`matches`, so "what I read" and "what conflicts with what I read" cannot disagree.
+
+Build predicates with :func:`col`::
+
+    col("date") == "2024-01-01"
+    col("region").isin(["eu", "us"]) & (col("day") >= 10)
+    (col("y") < 2020) | col("y").is_null()
+
+or pass the shorthand forms :func:`as_predicate` accepts: ``{"date": "2024-01-01"}`` (AND of
+equalities, ``None`` meaning IS NULL), a list of ``(column, op, value)`` tuples (AND), or a list of
+such lists (OR of ANDs), as in pyarrow's and delta-rs's filters.
+
+Comparisons follow SQL: values are compared as the column's type (a date as a date, ``10 > 9``
+for an int column), and a null partition value makes a comparison unknown, which does not match.
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime as dt
+import decimal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.errors import InvalidPredicateError, PartitionValueError
+from deltalog.partitions import parse_partition_value
+from deltalog.schema import StructType
+
+_COMPARE = {
+    "=": "equal",
+    "!=": "not_equal",
+    "<": "less",
+    "<=": "less_equal",
+    ">": "greater",
+    ">=": "greater_equal",
+}
+_ALIASES = {"==": "=", "<>": "!="}
+
+
+class Predicate(abc.ABC):
+    """A boolean expression over partition columns. Combine with ``&``, ``|`` and ``~``."""
+
+    def columns(self) -> set[str]:
+        """The column names the predicate refers to."""
+        return self._columns()
+
+    @abc.abstractmethod
+    def _columns(self) -> set[str]:
+        """Implementation of :meth:`columns`."""
+
+    @abc.abstractmethod
+    def _mask(self, table: pa.Table) -> pa.Array:
+        """Three-valued result per row of a table of typed partition columns."""
+
+    def __and__(self, other: Predicate) -> Predicate:
+        return And(self, other)
+
+    def __or__(self, other: Predicate) -> Predicate:
+        return Or(self, other)
+
+    def __invert__(self) -> Predicate:
+        return Not(self)
+
+
+@dataclass(frozen=True, eq=False)
+class _TruePredicate(Predicate):
+    def _columns(self) -> set[str]:
+        return set()
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        return pa.array([True] * table.num_rows, pa.bool_())
+
+    def __str__(self) -> str:
+        return "TRUE"
+
+
+#: The predicate of a whole-table read.
+TRUE: Predicate = _TruePredicate()
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison(Predicate):
+    """``column <op> value`` with ``op`` one of ``= != < <= > >=``."""
+
+    column: str
+    op: str
+    value: Any
+
+    def _columns(self) -> set[str]:
+        return {self.column}
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        values = table.column(self.column)
+        literal = _literal(self.value, values.type, self.column)
+        if literal is None:  # comparing with NULL is unknown
+            return pa.nulls(table.num_rows, pa.bool_())
+        return pc.call_function(_COMPARE[self.op], [values, literal])
+
+    def __str__(self) -> str:
+        return f"{self.column} {self.op} {_sql(self.value)}"
+
+
+@dataclass(frozen=True, eq=False)
+class In(Predicate):
+    """``column IN (values...)`` (``negated``: ``NOT IN``)."""
+
+    column: str
+    values: tuple[Any, ...]
+    negated: bool = False
+
+    def _columns(self) -> set[str]:
+        return {self.column}
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        values = table.column(self.column)
+        literals = [_literal(v, values.type, self.column) for v in self.values]
+        present = [v for v in literals if v is not None]
+        value_set = pa.array([v.as_py() for v in present], values.type)
+        hit = pc.is_in(values, value_set=value_set)
+        # SQL: NULL IN (...) is unknown, and so is "x IN (..., NULL)" when x matched nothing.
+        unknown = pc.is_null(values)
+        if len(present) < len(literals):
+            unknown = pc.or_(unknown, pc.invert(hit))
+        hit = pc.if_else(unknown, pa.scalar(None, pa.bool_()), hit)
+        return pc.invert(hit) if self.negated else hit
+
+    def __str__(self) -> str:
+        inner = ", ".join(_sql(v) for v in self.values)
+        return f"{self.column} {'NOT IN' if self.negated else 'IN'} ({inner})"
+
+
+@dataclass(frozen=True, eq=False)
+class IsNull(Predicate):
+    """``column IS NULL`` (``negated``: ``IS NOT NULL``)."""
+
+    column: str
+    negated: bool = False
+
+    def _columns(self) -> set[str]:
+        return {self.column}
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        values = table.column(self.column)
+        return pc.is_valid(values) if self.negated else pc.is_null(values)
+
+    def __str__(self) -> str:
+        return f"{self.column} IS {'NOT ' if self.negated else ''}NULL"
+
+
+@dataclass(frozen=True, eq=False)
+class And(Predicate):
+    """Both sides hold."""
+
+    left: Predicate
+    right: Predicate
+
+    def _columns(self) -> set[str]:
+        return self.left._columns() | self.right._columns()
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        return pc.and_kleene(self.left._mask(table), self.right._mask(table))
+
+    def __str__(self) -> str:
+        return f"({self.left} AND {self.right})"
+
+
+@dataclass(frozen=True, eq=False)
+class Or(Predicate):
+    """Either side holds."""
+
+    left: Predicate
+    right: Predicate
+
+    def _columns(self) -> set[str]:
+        return self.left._columns() | self.right._columns()
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        return pc.or_kleene(self.left._mask(table), self.right._mask(table))
+
+    def __str__(self) -> str:
+        return f"({self.left} OR {self.right})"
+
+
+@dataclass(frozen=True, eq=False)
+class Not(Predicate):
+    """The operand does not hold (unknown stays unknown)."""
+
+    operand: Predicate
+
+    def _columns(self) -> set[str]:
+        return self.operand._columns()
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        return pc.invert(self.operand._mask(table))
+
+    def __str__(self) -> str:
+        return f"NOT {self.operand}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A partition column, to build predicates from: ``col("date") >= "2024-01-01"``."""
+
+    name: str
+
+    def __eq__(self, value: object) -> Predicate:  # type: ignore[override]
+        return IsNull(self.name) if value is None else Comparison(self.name, "=", value)
+
+    def __ne__(self, value: object) -> Predicate:  # type: ignore[override]
+        return IsNull(self.name, True) if value is None else Comparison(self.name, "!=", value)
+
+    def __lt__(self, value: Any) -> Predicate:
+        return Comparison(self.name, "<", value)
+
+    def __le__(self, value: Any) -> Predicate:
+        return Comparison(self.name, "<=", value)
+
+    def __gt__(self, value: Any) -> Predicate:
+        return Comparison(self.name, ">", value)
+
+    def __ge__(self, value: Any) -> Predicate:
+        return Comparison(self.name, ">=", value)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def isin(self, values: Iterable[Any]) -> Predicate:
+        """``column IN (values)``."""
+        return In(self.name, tuple(values))
+
+    def not_in(self, values: Iterable[Any]) -> Predicate:
+        """``column NOT IN (values)``."""
+        return In(self.name, tuple(values), negated=True)
+
+    def between(self, low: Any, high: Any) -> Predicate:
+        """``low <= column <= high``."""
+        return And(Comparison(self.name, ">=", low), Comparison(self.name, "<=", high))
+
+    def is_null(self) -> Predicate:
+        """``column IS NULL``."""
+        return IsNull(self.name)
+
+    def is_not_null(self) -> Predicate:
+        """``column IS NOT NULL``."""
+        return IsNull(self.name, negated=True)
+
+
+def col(name: str) -> Column:
+    """The partition column ``name``, to build a :class:`Predicate` from."""
+    return Column(name)
+
+
+Filters: TypeAlias = Sequence[tuple[str, str, Any]] | Sequence[Sequence[tuple[str, str, Any]]]
+PredicateLike: TypeAlias = Predicate | Mapping[str, Any] | Filters
+
+
+def as_predicate(given: PredicateLike) -> Predicate:
+    """Turn any accepted predicate form into a :class:`Predicate`.
+
+    Raises:
+        InvalidPredicateError: The form or an operator is not recognised.
+    """
+    if isinstance(given, Predicate):
+        return given
+    if isinstance(given, Column):
+        raise InvalidPredicateError(f"{given.name!r} is a column, not a predicate")
+    if isinstance(given, Mapping):
+        terms: list[Predicate] = [col(str(k)) == v for k, v in given.items()]
+        return _fold(terms, And) if terms else TRUE
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise InvalidPredicateError(f"not a predicate: {given!r}")
+    if not given:
+        return TRUE
+    if all(_is_term(t) for t in given):
+        return _fold([_term(t) for t in given], And)
+    groups = []
+    for group in given:
+        if isinstance(group, (str, bytes)) or not isinstance(group, Sequence) or not group:
+            raise InvalidPredicateError(f"not a list of (column, op, value) tuples: {group!r}")
+        if not all(_is_term(t) for t in group):
+            raise InvalidPredicateError(f"not a list of (column, op, value) tuples: {group!r}")
+        groups.append(_fold([_term(t) for t in group], And))
+    return _fold(groups, Or)
+
+
+def _is_term(t: object) -> bool:
+    return isinstance(t, tuple) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
+
+
+def _term(t: Any) -> Predicate:
+    name, op, value = t
+    op = _ALIASES.get(op.strip().lower(), op.strip().lower())
+    column = col(name)
+    if op in _COMPARE:
+        if value is None and op in ("=", "!="):
+            return column == None if op == "=" else column != None  # noqa: E711
+        return Comparison(name, op, value)
+    if op in ("in", "not in"):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise InvalidPredicateError(f"{op!r} needs a list of values, got {value!r}")
+        return In(name, tuple(value), negated=op == "not in")
+    raise InvalidPredicateError(f"unknown operator {t[1]!r} in {t!r}")
+
+
+def _fold(terms: list[Predicate], cls: type[And] | type[Or]) -> Predicate:
+    out = terms[0]
+    for term in terms[1:]:
+        out = cls(out, term)
+    return out
+
+
+def validate(predicate: Predicate, schema: StructType, partition_columns: Sequence[str]) -> None:
+    """Check that the predicate names only partition columns and its literals fit their types.
+
+    Raises:
+        InvalidPredicateError: Naming the offending column or value.
+    """
+    for name in sorted(predicate.columns()):
+        if name not in partition_columns:
+            raise InvalidPredicateError(
+                f"{name!r} is not a partition column (partition columns: "
+                f"{list(partition_columns)}); read predicates are evaluated on partition values"
+            )
+    empty = partition_table([], schema, partition_columns)
+    predicate._mask(empty)  # raises on a literal that does not fit its column
+
+
+def partition_table(
+    partition_values: pa.Array | pa.ChunkedArray | Sequence[Mapping[str, str | None]],
+    schema: StructType,
+    partition_columns: Sequence[str],
+) -> pa.Table:
+    """A table with one typed column per partition column, one row per file.
+
+    Args:
+        partition_values: The files' ``partitionValues``, as an Arrow map column or as dicts.
+        schema: The table schema (gives each partition column's type).
+        partition_columns: The partition column names.
+
+    Raises:
+        PartitionValueError: A value does not parse as its column's type.
+    """
+    if not isinstance(partition_values, pa.Array | pa.ChunkedArray):
+        partition_values = pa.array(
+            [list(pv.items()) for pv in partition_values], pa.map_(pa.string(), pa.string())
+        )
+    if isinstance(partition_values, pa.ChunkedArray):
+        partition_values = (
+            partition_values.combine_chunks()
+            if partition_values.num_chunks
+            else pa.array([], pa.map_(pa.string(), pa.string()))
+        )
+    arrow_schema = schema.to_arrow()
+    columns: dict[str, pa.Array] = {}
+    for name in partition_columns:
+        delta_type = schema.field(name).type
+        arrow_type = arrow_schema.field(name).type
+        if len(partition_values):
+            text = pc.map_lookup(partition_values, pa.scalar(name), "first")
+        else:
+            text = pa.array([], pa.string())
+        encoded = pc.dictionary_encode(text)
+        parsed = [parse_partition_value(v, delta_type) for v in encoded.dictionary.to_pylist()]
+        dictionary = pa.array(parsed, arrow_type)
+        columns[name] = dictionary.take(encoded.indices)
+    if not columns:
+        return pa.table({"_": pa.nulls(len(partition_values), pa.bool_())})
+    return pa.table(columns)
+
+
+def matches(predicate: Predicate, table: pa.Table) -> pa.Array:
+    """Which rows of a :func:`partition_table` the predicate is true for (unknown is false)."""
+    if predicate is TRUE:
+        return pa.array([True] * table.num_rows, pa.bool_())
+    mask = predicate._mask(table)
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return pc.fill_null(mask, False)
+
+
+def _literal(value: Any, arrow_type: pa.DataType, column: str) -> pa.Scalar | None:
+    """``value`` as a scalar of the column's type; strings parse as serialised partition values."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str) and not pa.types.is_string(arrow_type):
+            return pa.scalar(_parse_text(value, arrow_type), arrow_type)
+        return pa.scalar(value, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, PartitionValueError, TypeError) as exc:
+        raise InvalidPredicateError(
+            f"{value!r} cannot be compared with partition column {column!r} of type {arrow_type}"
+        ) from exc
+
+
+def _parse_text(text: str, arrow_type: pa.DataType) -> Any:
+    """Parse a literal given as text with the same rules as partition values."""
+    delta = StructType.from_arrow(pa.schema([pa.field("v", arrow_type)])).field("v").type
+    return parse_partition_value(text, delta)
+
+
+def _sql(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | decimal.Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date):
+        return f"'{value.isoformat()}'"
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    text = str(value).replace("'", "''")
+    return f"'{text}'"

@@ -1,0 +1,767 @@
+"""Optimistic transactions: record reads, stage actions, commit exactly once or name the conflict.
+
+A :class:`Transaction` reads one pinned snapshot. What it reads (partition predicates, files,
+application ids) is recorded; what it writes is staged. :meth:`Transaction.commit` serialises
+the commit once and creates ``_delta_log/<read version + 1>.json`` through the log store. When
+another writer created that version first, the winners are read one by one and checked against
+this transaction (:mod:`deltalog.conflicts`); if none conflicts, the same bytes are tried at the
+next free version, after a backoff (:class:`~deltalog.commit.RetryPolicy`). A commit therefore
+either lands exactly once or raises, and a raise writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    serialize_actions,
+)
+from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
+from deltalog.conflicts import (
+    ISOLATION_LEVELS,
+    SNAPSHOT_ISOLATION,
+    WRITE_SERIALIZABLE,
+    TransactionReads,
+    WinningCommit,
+    check_winner,
+)
+from deltalog.data_files import describe
+from deltalog.errors import (
+    AppendOnlyError,
+    CommitAttemptsExhaustedError,
+    ConcurrentModificationError,
+    DuplicateFileError,
+    FileNotInTableError,
+    InvalidInputError,
+    PartitionValueError,
+    TransactionClosedError,
+)
+from deltalog.features import active_writer_features, check_writable, protocol_for_new_table
+from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
+from deltalog.partitions import check_partition_columns, parse_partition_value
+from deltalog.paths import commit_name
+from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
+from deltalog.predicates import validate as validate_predicate
+from deltalog.replay import advance, read_commit
+from deltalog.schema import StructType, as_struct
+from deltalog.snapshot import Snapshot
+from deltalog.storage import TableStorage
+from logstores import LogFileNotFoundError
+
+_log = logging.getLogger(__name__)
+
+#: Files given to :meth:`Transaction.add`: actions, or Parquet files to describe.
+FilesToAdd: TypeAlias = AddFile | AddCDCFile | str | Iterable[AddFile | AddCDCFile | str]
+#: Files given to :meth:`Transaction.remove`: paths, actions, or rows of a files table.
+FilesToRemove: TypeAlias = (
+    str | AddFile | RemoveFile | pa.Table | Iterable[str | AddFile | RemoveFile]
+)
+
+_OPEN, _COMMITTED, _FAILED, _ABANDONED = "open", "committed", "failed", "abandoned"
+_READ_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("path", pa.string()),
+        ("partition_values", pa.map_(pa.string(), pa.string())),
+    ]
+)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Transaction:
+    """One atomic change to a table, on the snapshot the table object held when it started.
+
+    Create it with :meth:`DeltaTable.transaction`. Use it as a context manager: leaving the
+    block normally commits what was staged (like ``sqlite3``), leaving it with an exception
+    abandons the transaction and writes nothing::
+
+        with table.transaction("DELETE") as tx:
+            old = tx.read_files(col("date") == "2024-01-01")
+            tx.remove(old)
+        print(tx.version)
+
+    Attributes:
+        read_version: The version the transaction reads.
+        version: The committed version (or, for a no-op, the version that already holds this
+            change), once committed; else ``None``.
+        attempts: How many versions the commit tried.
+        no_op: Whether the commit wrote nothing because an identical ``txn`` had landed.
+    """
+
+    def __init__(
+        self,
+        *,
+        storage: TableStorage,
+        snapshot: Snapshot,
+        operation: str,
+        parameters: Mapping[str, Any] | None,
+        isolation_level: str | None,
+        retry: RetryPolicy,
+        engine_info: str = ENGINE_INFO,
+        on_advance: Callable[[Snapshot, bool], None] | None = None,
+    ) -> None:
+        if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
+            raise InvalidInputError(
+                f"isolation level must be one of {list(ISOLATION_LEVELS)}, not {isolation_level!r}"
+            )
+        if not operation:
+            raise InvalidInputError("a transaction needs an operation name")
+        self._storage = storage
+        self._snapshot = snapshot
+        self._prefix = scheme_prefix(storage.root)
+        self._operation = operation
+        self._parameters = dict(parameters or {})
+        self._isolation = isolation_level
+        self._retry = retry
+        self._engine_info = engine_info
+        self._on_advance = on_advance
+        self._state = _OPEN
+        # what was read
+        self._predicates: list[Any] = []
+        self._read_whole_table = False
+        self._read: list[pa.Table] = []
+        self._app_ids: set[str] = set()
+        # what will be written
+        self._adds: dict[str, AddFile] = {}
+        self._described: set[str] = set()
+        self._cdc: list[AddCDCFile] = []
+        self._removes: dict[str, RemoveFile] = {}
+        self._metadata: Metadata | None = None
+        self._metadata_rewrites_data = False
+        self._protocol: Protocol | None = None
+        self._txns: dict[str, Txn] = {}
+        self._domains: dict[str, DomainMetadata] = {}
+        self.read_version = snapshot.version
+        self.version: int | None = None
+        self.attempts = 0
+        self.no_op = False
+
+    # ------------------------------------------------------------------ context manager
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._state != _OPEN:
+            return
+        if exc_type is not None:
+            self._state = _ABANDONED
+            return
+        self.commit()
+
+    # ------------------------------------------------------------------ reads
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot the transaction reads."""
+        return self._snapshot
+
+    def read_files(
+        self, predicate: PredicateLike | None = None, *, with_stats: bool = True
+    ) -> pa.Table:
+        """Live files whose partition values satisfy ``predicate``; records the read.
+
+        A file another writer adds that matches the predicate, or a removal of a file returned
+        here, then conflicts with this transaction.
+
+        Args:
+            predicate: A :class:`~deltalog.predicates.Predicate` on partition columns, a
+                ``{column: value}`` mapping, or ``(column, op, value)`` filters. ``None`` reads
+                the whole table.
+            with_stats: Include the ``stats`` column.
+
+        Raises:
+            InvalidPredicateError: The predicate names a non-partition column or a bad value.
+        """
+        self._check_open()
+        if predicate is None:
+            return self.read_whole_table(with_stats=with_stats)
+        pred = as_predicate(predicate)
+        snap = self._snapshot
+        validate_predicate(pred, snap.schema, snap.partition_columns)
+        files = self._files(with_stats)
+        if pred is not TRUE:
+            table = partition_table(
+                snap.raw_files.column("partition_values"), snap.schema, snap.partition_columns
+            )
+            files = files.filter(matches(pred, table))
+        self._predicates.append(pred)
+        self._record_read(files)
+        return files
+
+    def read_whole_table(self, *, with_stats: bool = True) -> pa.Table:
+        """Every live file; records that the transaction depends on the whole table."""
+        self._check_open()
+        files = self._files(with_stats)
+        self._predicates.append(TRUE)
+        self._read_whole_table = True
+        self._record_read(files)
+        return files
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The last version application ``app_id`` committed (``None`` if never); records it.
+
+        A concurrent commit of a ``txn`` for the same application then conflicts.
+        """
+        self._check_open()
+        self._app_ids.add(app_id)
+        txn = self._snapshot.txns.get(app_id)
+        return None if txn is None else txn.version
+
+    def _files(self, with_stats: bool) -> pa.Table:
+        snap = self._snapshot
+        if with_stats:
+            return snap.files
+        raw = snap.raw_files
+        return raw.drop_columns([c for c in ("stats", "_cp_row") if c in raw.column_names])
+
+    def _record_read(self, files: pa.Table) -> None:
+        if not files.num_rows:
+            return
+        self._read.append(
+            pa.Table.from_arrays(
+                [
+                    canonical_paths(files.column("path"), self._prefix),
+                    files.column("path").combine_chunks(),
+                    files.column("partition_values").combine_chunks(),
+                ],
+                schema=_READ_SCHEMA,
+            )
+        )
+
+    # ------------------------------------------------------------------ staged changes
+    def add(self, files: FilesToAdd, *, data_change: bool = True) -> list[AddFile]:
+        """Stage files to add.
+
+        Args:
+            files: ``AddFile`` actions (committed as given), ``AddCDCFile`` actions, or paths
+                of Parquet files (relative to the table root, or absolute on its store) that are
+                read for their schema, statistics and Hive-style partition values.
+            data_change: ``dataChange`` of the actions built from paths.
+
+        Returns:
+            The ``AddFile`` actions staged by this call.
+
+        Raises:
+            DuplicateFileError: A file is staged twice.
+            PartitionValueError: Partition values do not match the table.
+            SchemaMismatchError: A Parquet file's columns do not fit the table.
+            InvalidPathError: A path escapes the table or is on another store.
+        """
+        self._check_open()
+        items = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
+        paths = [f for f in items if isinstance(f, str)]
+        described = describe(self._storage, self._snapshot, paths, data_change=data_change)
+        staged: list[AddFile] = []
+        pending: dict[str, AddFile] = {}
+        described_iter = iter(described)
+        for item in items:
+            if isinstance(item, AddCDCFile):
+                self._cdc.append(item)
+                continue
+            if isinstance(item, str):
+                add = next(described_iter)
+            elif isinstance(item, AddFile):
+                self._check_partition_values(item.partition_values, item.path)
+                add = item
+            else:
+                raise InvalidInputError(f"cannot add {item!r}: expected an AddFile or a path")
+            key = file_key(add.path, add.dv_id, self._prefix)
+            if key in self._adds or key in pending:
+                raise DuplicateFileError(f"{add.path!r} is added twice in this transaction")
+            pending[key] = add
+            staged.append(add)
+        self._adds.update(pending)
+        self._described.update(file_key(a.path, a.dv_id, self._prefix) for a in described)
+        return staged
+
+    def remove(self, files: FilesToRemove, *, data_change: bool = True) -> list[RemoveFile]:
+        """Stage live files to remove.
+
+        Removing is not reading: a transaction that removes files it found with
+        :meth:`read_files` conflicts when a winner removed one of them
+        (``ConcurrentDeleteReadError``); one that removes files it did not read conflicts only
+        when a winner removed the same file (``ConcurrentDeleteDeleteError``).
+
+        Args:
+            files: Paths as logged, ``AddFile`` actions, a table of files (as returned by
+                :meth:`read_files`), or ready ``RemoveFile`` actions.
+            data_change: ``dataChange`` of the remove actions built here (``False`` for a
+                rearrangement such as compaction).
+
+        Returns:
+            The ``RemoveFile`` actions staged by this call.
+
+        Raises:
+            FileNotInTableError: A file is not live in the snapshot.
+            DuplicateFileError: A file is removed twice.
+        """
+        self._check_open()
+        if isinstance(files, pa.Table):
+            paths: list[str] = files.column("path").to_pylist()
+            given: list[str | AddFile | RemoveFile] = list(paths)
+        elif isinstance(files, str | AddFile | RemoveFile):
+            given = [files]
+        else:
+            given = list(files)
+        ready = [f for f in given if isinstance(f, RemoveFile)]
+        wanted = [
+            f if isinstance(f, str) else f.path for f in given if not isinstance(f, RemoveFile)
+        ]
+        built = self._removes_for(wanted, data_change) if wanted else []
+        out = [*ready, *built]
+        keys = {}
+        for remove in out:
+            key = canonical_path(remove.path, self._prefix)
+            if key in self._removes or key in keys:
+                raise DuplicateFileError(f"{remove.path!r} is removed twice in this transaction")
+            keys[key] = remove
+        self._removes.update(keys)
+        return out
+
+    def _removes_for(self, paths: list[str], data_change: bool) -> list[RemoveFile]:
+        files = self._snapshot.files
+        wanted = canonical_paths(pa.array(paths, pa.string()), self._prefix)
+        keys = canonical_paths(files.column("path"), self._prefix)
+        rows = files.filter(pc.is_in(keys, value_set=wanted))
+        found = {
+            canonical_path(p, self._prefix): i
+            for i, p in enumerate(rows.column("path").to_pylist())
+        }
+        for path, key in zip(paths, wanted.to_pylist(), strict=True):
+            if key not in found:
+                raise FileNotInTableError(
+                    f"{path!r} is not a live file of the table at version {self.read_version}",
+                    path=path,
+                )
+        now = _now_ms()
+        cols = rows.select(["path", "partition_values", "size", "deletion_vector", "tags", "stats"])
+        by_key = {}
+        for row in cols.to_pylist():
+            dv = row["deletion_vector"]
+            by_key[canonical_path(row["path"], self._prefix)] = RemoveFile(
+                path=row["path"],
+                deletion_timestamp=now,
+                data_change=data_change,
+                extended_file_metadata=True,
+                partition_values=dict(row["partition_values"] or []),
+                size=row["size"],
+                tags=dict(row["tags"]) if row["tags"] else None,
+                deletion_vector={k: v for k, v in dv.items() if v is not None} if dv else None,
+                stats=row["stats"],
+            )
+        return [by_key[k] for k in wanted.to_pylist()]
+
+    def update_metadata(
+        self,
+        metadata: Metadata | None = None,
+        *,
+        schema: StructType | pa.Schema | Mapping[str, Any] | str | None = None,
+        partition_by: Iterable[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Metadata:
+        """Stage new table metadata: a whole ``Metadata`` action, or changes to the current one.
+
+        Adding nullable columns or properties is a plain metadata change. Dropping or retyping a
+        column, or changing the partition columns, makes existing files unreadable under the new
+        metadata, so it is accepted only when the transaction also removes every live file.
+
+        Raises:
+            InvalidSchemaError: The schema is invalid.
+            InvalidInputError: The table id changes, or partition columns are invalid.
+            UnsupportedFeatureError: The properties need a feature deltalog cannot write, or a
+                protocol the table does not have (stage it with :meth:`update_protocol`).
+        """
+        self._check_open()
+        current = self._metadata or self._snapshot.metadata
+        if metadata is None:
+            changes: dict[str, Any] = {}
+            if schema is not None:
+                changes["schema_string"] = as_struct(schema).to_json_string()
+            if partition_by is not None:
+                changes["partition_columns"] = list(partition_by)
+            if configuration is not None:
+                changes["configuration"] = {str(k): str(v) for k, v in configuration.items()}
+            if name is not None:
+                changes["name"] = name
+            if description is not None:
+                changes["description"] = description
+            metadata = dataclasses.replace(current, **changes)
+        if metadata.id != self._snapshot.metadata.id:
+            raise InvalidInputError(
+                f"the table id is {self._snapshot.metadata.id}; metadata cannot change it"
+            )
+        struct = StructType.from_json_string(metadata.schema_string or "")
+        check_partition_columns(struct, list(metadata.partition_columns))
+        config = {k: v for k, v in metadata.configuration.items() if v is not None}
+        needed = protocol_for_new_table(struct, config)
+        protocol = self._protocol or self._snapshot.protocol
+        check_writable(protocol, metadata)
+        missing = active_writer_features(needed, metadata) - active_writer_features(
+            protocol, metadata
+        )
+        if missing:
+            raise InvalidInputError(
+                f"the new metadata needs writer features {sorted(missing)} that the table "
+                "protocol lacks; stage a protocol upgrade with update_protocol() first"
+            )
+        old = self._snapshot.schema
+        self._metadata_rewrites_data = list(metadata.partition_columns) != list(
+            self._snapshot.partition_columns
+        ) or any(
+            f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
+        )
+        self._metadata = metadata
+        return metadata
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        """Stage a protocol upgrade (versions and features may only grow).
+
+        Raises:
+            InvalidInputError: The protocol would be downgraded.
+            UnsupportedFeatureError: deltalog cannot write under the new protocol.
+        """
+        self._check_open()
+        old = self._snapshot.protocol
+        if (
+            protocol.min_reader_version < old.min_reader_version
+            or protocol.min_writer_version < old.min_writer_version
+            or not set(old.reader_features or ()) <= set(protocol.reader_features or ())
+            or not set(old.writer_features or ()) <= set(protocol.writer_features or ())
+        ):
+            raise InvalidInputError(
+                f"{protocol} would downgrade the table protocol {old}; deltalog only upgrades"
+            )
+        check_writable(protocol, self._metadata or self._snapshot.metadata)
+        self._protocol = protocol
+
+    def set_transaction(self, app_id: str, version: int) -> None:
+        """Stage ``txn(app_id, version)`` for an idempotent write.
+
+        If the table already holds a ``txn`` for ``app_id`` at ``version`` or later, the commit
+        writes nothing and reports the version that holds it (``no_op`` is set). A concurrent
+        writer committing the same ``app_id`` first has the same effect.
+
+        Raises:
+            InvalidInputError: ``version`` is negative or ``app_id`` empty.
+        """
+        self._check_open()
+        if not app_id:
+            raise InvalidInputError("app_id must not be empty")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise InvalidInputError(f"txn version must be a non-negative int, not {version!r}")
+        self._app_ids.add(app_id)
+        self._txns[app_id] = Txn(app_id=app_id, version=version, last_updated=_now_ms())
+
+    def domain_metadata(
+        self, domain: str, configuration: str | Mapping[str, Any], *, removed: bool = False
+    ) -> None:
+        """Stage a ``domainMetadata`` action (the table needs the ``domainMetadata`` feature).
+
+        Raises:
+            InvalidInputError: The domain is reserved (``delta.*``) or the protocol lacks the
+                feature.
+        """
+        self._check_open()
+        if not domain or domain.startswith("delta."):
+            raise InvalidInputError(f"domain {domain!r} is reserved or empty")
+        if not isinstance(configuration, str):
+            configuration = orjson.dumps(configuration, option=orjson.OPT_SORT_KEYS).decode()
+        self._domains[domain] = DomainMetadata(domain, configuration, removed)
+
+    # ------------------------------------------------------------------ commit
+    def commit(self) -> int:
+        """Commit the staged changes; returns the committed version.
+
+        Raises:
+            ConcurrentModificationError: A winning commit conflicts (one of the six subclasses).
+            CommitAttemptsExhaustedError: Every attempt lost the race.
+            InvalidInputError: The staged changes are refused (nothing was written).
+            TransactionClosedError: The transaction already committed or failed.
+            StorageError: The log store failed.
+        """
+        self._check_open()
+        try:
+            version = self._commit()
+        except BaseException:
+            self._state = _FAILED
+            raise
+        self._state = _COMMITTED
+        self.version = version
+        return version
+
+    def _commit(self) -> int:
+        snap = self._snapshot
+        for txn in self._txns.values():
+            current = snap.txns.get(txn.app_id)
+            if current is not None and current.version >= txn.version:
+                self.no_op = True
+                return self._find_txn_commit(txn)
+        actions = self._prepare()
+        if not actions:
+            self.no_op = True
+            return snap.version
+        level = self._isolation_level(actions)
+        info = make_commit_info(
+            operation=self._operation,
+            parameters=self._parameters,
+            read_version=snap.version,
+            is_blind_append=self._is_blind_append(),
+            metrics=self._metrics(),
+            isolation_level=level,
+            engine_info=self._engine_info,
+        )
+        data = serialize_actions([info, *actions])
+        reads: TransactionReads | None = None
+        winners: list[tuple[int, list[Action], int]] = []
+        version = snap.version + 1
+        while True:
+            self.attempts += 1
+            if try_write(self._storage, version, data):
+                break
+            if self.attempts >= self._retry.max_attempts:
+                raise CommitAttemptsExhaustedError(
+                    f"gave up after {self.attempts} attempts: version {version} was taken by "
+                    "another writer each time (no conflict; the table is busy). Retry later or "
+                    "raise RetryPolicy.max_attempts.",
+                    attempts=self.attempts,
+                    last_version=version,
+                )
+            time.sleep(self._retry.delay(self.attempts))
+            if reads is None:
+                reads = self._reads(level)
+            try:
+                version = self._catch_up(version, reads, winners)
+            except _AlreadyCommitted as done:
+                self.no_op = True
+                self._advanced(winners, None)
+                return done.version
+            except ConcurrentModificationError:
+                self._advanced(winners, None)
+                raise
+        self._advanced(winners, (version, [info, *actions], _now_ms()))
+        return version
+
+    def _catch_up(
+        self, version: int, reads: TransactionReads, winners: list[tuple[int, list[Action], int]]
+    ) -> int:
+        """Check every commit from ``version`` to the head; returns the next free version."""
+        while True:
+            try:
+                actions = read_commit(self._storage, commit_name(version), version)
+            except LogFileNotFoundError:
+                return version
+            winner = WinningCommit.from_actions(version, actions)
+            for txn in winner.txns:
+                mine = self._txns.get(txn.app_id)
+                if mine is not None and txn.version >= mine.version:
+                    winners.append((version, actions, _now_ms()))
+                    raise _AlreadyCommitted(version)
+            check_winner(reads, winner)
+            winners.append((version, actions, _now_ms()))
+            version += 1
+
+    def _advanced(
+        self,
+        winners: list[tuple[int, list[Action], int]],
+        mine: tuple[int, list[Action], int] | None,
+    ) -> None:
+        """Tell the table about the versions this commit saw (and its own, when it landed)."""
+        if self._on_advance is None:
+            return
+        commits = [*winners, mine] if mine is not None else winners
+        if not commits:
+            return
+        try:
+            snapshot = advance(self._snapshot, commits, self._prefix)
+        except Exception:  # the commit outcome stands; the table can replay instead
+            _log.warning("could not advance the snapshot in memory", exc_info=True)
+            return
+        self._on_advance(snapshot, mine is not None)
+
+    def _find_txn_commit(self, txn: Txn) -> int:
+        """The version whose commit holds ``txn``'s (app id, version), newest first."""
+        version = self._snapshot.version
+        while version >= 0:
+            try:
+                actions = read_commit(self._storage, commit_name(version), version)
+            except LogFileNotFoundError:
+                break
+            for action in actions:
+                if isinstance(action, Txn) and action.app_id == txn.app_id:
+                    if action.version == txn.version:
+                        return version
+                    if action.version < txn.version:
+                        return self._snapshot.version
+            version -= 1
+        return self._snapshot.version
+
+    def _prepare(self) -> list[Action]:
+        """Validate the staged changes and lay them out in commit order."""
+        snap = self._snapshot
+        metadata = self._metadata or snap.metadata
+        protocol = self._protocol or snap.protocol
+        check_writable(protocol, metadata)
+        removes_data = any(r.data_change for r in self._removes.values())
+        if removes_data and metadata.configuration.get("delta.appendOnly") == "true":
+            raise AppendOnlyError(
+                "the table is append-only (delta.appendOnly=true); it cannot remove data"
+            )
+        if self._domains and "domainMetadata" not in (protocol.writer_features or ()):
+            raise InvalidInputError(
+                "the table protocol lacks the 'domainMetadata' writer feature; stage a protocol "
+                "upgrade with update_protocol() to write domain metadata"
+            )
+        if self._metadata_rewrites_data:
+            self._check_removes_everything()
+        if self._described:
+            self._check_not_live()
+        actions: list[Action] = []
+        if self._protocol is not None:
+            actions.append(self._protocol)
+        if self._metadata is not None:
+            actions.append(self._metadata)
+        actions += self._txns.values()
+        actions += self._domains.values()
+        actions += self._removes.values()
+        actions += self._adds.values()
+        actions += self._cdc
+        return actions
+
+    def _check_removes_everything(self) -> None:
+        live = canonical_paths(self._snapshot.paths(), self._prefix)
+        removed = pa.array(list(self._removes), pa.string())
+        if not self._read_whole_table or not pc.all(pc.is_in(live, value_set=removed)).as_py():
+            raise InvalidInputError(
+                "the new metadata drops or retypes columns or changes partitioning; existing "
+                "files would not match it. Read the whole table and remove every file in the "
+                "same transaction (an overwrite)."
+            )
+
+    def _check_not_live(self) -> None:
+        described = [a.path for k, a in self._adds.items() if k in self._described]
+        keys = canonical_paths(pa.array(described, pa.string()), self._prefix)
+        live = canonical_paths(self._snapshot.paths(), self._prefix)
+        hit = pc.is_in(keys, value_set=live)
+        for path, key, is_live in zip(described, keys.to_pylist(), hit.to_pylist(), strict=True):
+            if is_live and key not in self._removes:
+                raise DuplicateFileError(f"{path!r} is already in the table")
+
+    def _check_partition_values(self, values: Mapping[str, str | None], path: str) -> None:
+        snap = self._snapshot
+        columns = (self._metadata or snap.metadata).partition_columns
+        if set(values) != set(columns):
+            raise PartitionValueError(
+                f"{path!r} has partition values for {sorted(values)}, the table is partitioned "
+                f"by {list(columns)}"
+            )
+        schema = StructType.from_json_string((self._metadata or snap.metadata).schema_string or "")
+        for name in columns:
+            parse_partition_value(values[name], schema.field(name).type)
+
+    def _isolation_level(self, actions: list[Action]) -> str:
+        file_actions = [a for a in actions if isinstance(a, AddFile | RemoveFile | AddCDCFile)]
+        if len(file_actions) == len(actions) and not any(a.data_change for a in file_actions):
+            return SNAPSHOT_ISOLATION
+        if self._isolation is not None:
+            return self._isolation
+        configured = self._snapshot.configuration.get("delta.isolationLevel")
+        if configured is None:
+            return WRITE_SERIALIZABLE
+        if configured not in ISOLATION_LEVELS:
+            _log.warning("unknown delta.isolationLevel %r; using Serializable", configured)
+            return "Serializable"
+        return configured
+
+    def _is_blind_append(self) -> bool:
+        reads = bool(self._predicates or self._read)
+        only_adds = not self._removes and not self._cdc
+        return only_adds and not reads
+
+    def _metrics(self) -> dict[str, str]:
+        adds = list(self._adds.values())
+        metrics = {
+            "numFiles": str(len(adds)),
+            "numOutputRows": str(sum(_num_records(a) for a in adds)),
+            "numOutputBytes": str(sum(a.size for a in adds)),
+        }
+        if self._removes:
+            metrics["numRemovedFiles"] = str(len(self._removes))
+        return metrics
+
+    def _reads(self, level: str) -> TransactionReads:
+        snap = self._snapshot
+        reads = TransactionReads(
+            schema=snap.schema,
+            partition_columns=snap.partition_columns,
+            prefix=self._prefix,
+            isolation_level=level,
+            metadata=self._metadata or snap.metadata,
+            read_protocol=snap.protocol,
+            predicates=list(self._predicates),
+            read_whole_table=self._read_whole_table,
+            app_ids=set(self._app_ids),
+            domains=set(self._domains),
+            changes_protocol=self._protocol is not None,
+            changes_metadata=self._metadata is not None,
+        )
+        for table in self._read:
+            for key, pv in zip(
+                table.column("key").to_pylist(),
+                table.column("partition_values").to_pylist(),
+                strict=True,
+            ):
+                reads.read_files[key] = dict(pv or [])
+        for key, remove in self._removes.items():
+            reads.removed[key] = dict(remove.partition_values or {})
+        return reads
+
+    def _check_open(self) -> None:
+        if self._state != _OPEN:
+            raise TransactionClosedError(f"this transaction is {self._state}; start a new one")
+
+    def __repr__(self) -> str:
+        return (
+            f"Transaction({self._operation!r}, read_version={self.read_version}, "
+            f"state={self._state})"
+        )
+
+
+class _AlreadyCommitted(Exception):
+    """A winner committed this transaction's (app id, version): nothing more to write."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
+
+
+def _num_records(add: AddFile) -> int:
+    if not add.stats:
+        return 0
+    n = orjson.loads(add.stats).get("numRecords", 0)
+    return n if isinstance(n, int) else 0
