@@ -112,14 +112,74 @@ def removes_to_table(removes: Sequence[RemoveFile]) -> pa.Table:
     return _to_table(removes, TOMBSTONES_SCHEMA)
 
 
-def _without(table: pa.Table, keys: pa.Array, prefix: str) -> pa.Table:
-    """``table`` minus the rows whose key is in ``keys`` (no copy when none is)."""
+def _without(
+    table: pa.Table, table_keys: pa.ChunkedArray, touched: pa.Array
+) -> tuple[pa.Table, pa.ChunkedArray]:
+    """``table`` (and its keys) minus the rows whose key is in ``touched`` (no copy if none is)."""
     if not table.num_rows:
-        return table
-    hit = pc.is_in(arrow_keys(table, prefix), value_set=keys)
+        return table, table_keys
+    hit = pc.is_in(table_keys, value_set=touched)
     if not pc.any(hit).as_py():
-        return table
-    return table.filter(pc.invert(hit))
+        return table, table_keys
+    keep = pc.invert(hit)
+    return table.filter(keep), table_keys.filter(keep)
+
+
+#: Row count below which appended chunks are merged with their neighbours (see ``_append``).
+_SMALL_CHUNK = 1 << 16
+
+
+def _append(base: pa.Table, rows: pa.Table) -> pa.Table:
+    """``base`` followed by ``rows``, keeping the number of small chunks logarithmic.
+
+    A writer that commits one file at a time appends one row per commit; left alone, the
+    table would end up with one chunk per commit and every Arrow operation would slow down
+    with the chunk count. Trailing small chunks are merged like a binary counter: each row is
+    copied O(log n) times overall, and big chunks (from a checkpoint) are never copied.
+    """
+    if not rows.num_rows:
+        return base
+    if not base.num_rows:
+        return rows
+    batches = [*base.to_batches(), *rows.to_batches()]
+    while (
+        len(batches) >= 2
+        and batches[-2].num_rows <= max(batches[-1].num_rows, 1) * 2
+        and batches[-2].num_rows < _SMALL_CHUNK
+    ):
+        merged = pa.Table.from_batches(batches[-2:]).combine_chunks().to_batches()
+        batches[-2:] = merged
+    return pa.Table.from_batches(batches, schema=base.schema)
+
+
+def _append_keys(base: pa.ChunkedArray, new: pa.Array) -> pa.ChunkedArray:
+    """Keys aligned with ``_append``'s result (same merging rule)."""
+    if not len(new):
+        return base
+    chunks = [c for c in base.chunks if len(c)] + [new]
+    while (
+        len(chunks) >= 2
+        and len(chunks[-2]) <= max(len(chunks[-1]), 1) * 2
+        and len(chunks[-2]) < _SMALL_CHUNK
+    ):
+        chunks[-2:] = [pa.concat_arrays(chunks[-2:])]
+    return pa.chunked_array(chunks, type=pa.string())
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A files or tombstones table with its reconciliation keys (row-aligned, lazily built)."""
+
+    table: pa.Table
+    keys: pa.ChunkedArray | None = None
+
+    def with_keys(self, prefix: str) -> tuple[pa.Table, pa.ChunkedArray]:
+        """The table and its keys, computing the keys if they are not known yet."""
+        if self.keys is not None:
+            return self.table, self.keys
+        if not self.table.num_rows:
+            return self.table, pa.chunked_array([], type=pa.string())
+        return self.table, pa.chunked_array([arrow_keys(self.table, prefix)])
 
 
 @dataclass
@@ -153,9 +213,7 @@ class FileActionLog:
         if removes.num_rows:
             self.removes.append(removes)
 
-    def merge(
-        self, base_files: pa.Table, base_tombstones: pa.Table, prefix: str
-    ) -> tuple[pa.Table, pa.Table]:
+    def merge(self, base_files: Keyed, base_tombstones: Keyed, prefix: str) -> tuple[Keyed, Keyed]:
         """Apply these actions, last one per key winning, on top of a base state."""
         if not self.order:
             return base_files, base_tombstones
@@ -163,8 +221,12 @@ class FileActionLog:
         removes = (
             pa.concat_tables(self.removes) if self.removes else TOMBSTONES_SCHEMA.empty_table()
         )
-        add_keys = arrow_keys(adds, prefix).to_pylist() if adds.num_rows else []
-        remove_keys = arrow_keys(removes, prefix).to_pylist() if removes.num_rows else []
+        add_keys_arr = arrow_keys(adds, prefix) if adds.num_rows else pa.array([], pa.string())
+        remove_keys_arr = (
+            arrow_keys(removes, prefix) if removes.num_rows else pa.array([], pa.string())
+        )
+        add_keys = add_keys_arr.to_pylist()
+        remove_keys = remove_keys_arr.to_pylist()
         # Walk the log order once; the last action per key wins.
         winner: dict[str, int] = {}
         ia = ir = 0
@@ -178,18 +240,18 @@ class FileActionLog:
         keep_adds = sorted(i for i in winner.values() if i >= 0)
         keep_removes = sorted(-1 - i for i in winner.values() if i < 0)
         touched = pa.array(list(winner), pa.string())
-        base_files = _without(base_files, touched, prefix)
-        base_tombstones = _without(base_tombstones, touched, prefix)
-        new_files = (
-            adds if len(keep_adds) == adds.num_rows else adds.take(pa.array(keep_adds, pa.int64()))
-        )
-        if "_cp_row" in base_files.column_names and new_files.num_rows:
+        files, file_keys = _without(*base_files.with_keys(prefix), touched)
+        tombstones, tomb_keys = _without(*base_tombstones.with_keys(prefix), touched)
+        if len(keep_adds) == adds.num_rows:
+            new_files, new_file_keys = adds, add_keys_arr
+        else:
+            take = pa.array(keep_adds, pa.int64())
+            new_files, new_file_keys = adds.take(take), add_keys_arr.take(take)
+        if "_cp_row" in files.column_names and new_files.num_rows:
             new_files = new_files.append_column("_cp_row", pa.nulls(new_files.num_rows, pa.int64()))
-        new_tombstones = removes.take(pa.array(keep_removes, pa.int64())) if keep_removes else None
-        files = pa.concat_tables([base_files, new_files]) if new_files.num_rows else base_files
-        tombstones = (
-            pa.concat_tables([base_tombstones, new_tombstones])
-            if new_tombstones is not None
-            else base_tombstones
+        take = pa.array(keep_removes, pa.int64())
+        new_tombs, new_tomb_keys = removes.take(take), remove_keys_arr.take(take)
+        return (
+            Keyed(_append(files, new_files), _append_keys(file_keys, new_file_keys)),
+            Keyed(_append(tombstones, new_tombs), _append_keys(tomb_keys, new_tomb_keys)),
         )
-        return files, tombstones

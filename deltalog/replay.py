@@ -48,6 +48,7 @@ from deltalog.file_actions import (
     TOMBSTONE_FIELDS,
     TOMBSTONES_SCHEMA,
     FileActionLog,
+    Keyed,
     scheme_prefix,
     snake,
 )
@@ -233,7 +234,7 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         )
     check_readable(state.protocol)
     prefix = scheme_prefix(storage.root)
-    files, tombstones = state.files.merge(base_files, base_tombstones, prefix)
+    files, tombstones = state.files.merge(Keyed(base_files), Keyed(base_tombstones), prefix)
     if segment.commits:
         last_mtime, info = segment.commits[-1].modification_time, state.last_commit_info
     else:
@@ -243,13 +244,15 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         version=segment.version,
         protocol=state.protocol,
         metadata=state.metadata,
-        raw_files=files,
-        tombstones=tombstones,
+        raw_files=files.table,
+        tombstones=tombstones.table,
         txns=dict(state.txns),
         domains=dict(state.domains),
         timestamp=commit_timestamp(info, state.metadata, last_mtime),
         checkpoint_version=segment.checkpoint.version if segment.checkpoint else None,
         stats_loader=loader,
+        file_keys=files.keys,
+        tombstone_keys=tombstones.keys,
     )
 
 
@@ -303,18 +306,24 @@ def advance(
     for _, actions, _ in commits:
         state.last_commit_info = None
         state.apply(actions)
-    files, tombstones = state.files.merge(snapshot.raw_files, snapshot.tombstones, prefix)
+    files, tombstones = state.files.merge(
+        Keyed(snapshot.raw_files, snapshot.file_keys),
+        Keyed(snapshot.tombstones, snapshot.tombstone_keys),
+        prefix,
+    )
     assert state.protocol is not None and state.metadata is not None
     version, _, mtime = commits[-1]
     return Snapshot(
         version=version,
         protocol=state.protocol,
         metadata=state.metadata,
-        raw_files=files,
-        tombstones=tombstones,
+        raw_files=files.table,
+        tombstones=tombstones.table,
         txns=state.txns,
         domains=state.domains,
         timestamp=commit_timestamp(state.last_commit_info, state.metadata, mtime),
         checkpoint_version=snapshot.checkpoint_version,
         stats_loader=snapshot.stats_loader,
+        file_keys=files.keys,
+        tombstone_keys=tombstones.keys,
     )

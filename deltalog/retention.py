@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,10 +48,25 @@ def _version_of(status: FileStatus) -> int | None:
     return None
 
 
-def expired_log_files(
+@dataclass(frozen=True)
+class CleanupPlan:
+    """What a cleanup would delete now, and when deleting anything more can next be possible.
+
+    Attributes:
+        doomed: Log files to delete, oldest first.
+        next_due_ms: No cleanup before this time (ms since the epoch) can delete anything beyond
+            ``doomed``: it is when the oldest checkpoint that could become the next boundary
+            passes the retention cutoff.
+    """
+
+    doomed: list[FileStatus]
+    next_due_ms: int
+
+
+def plan_cleanup(
     storage: TableStorage, *, retention_ms: int, now_ms: int | None = None
-) -> list[FileStatus]:
-    """The log files :func:`cleanup_log` would delete, oldest first."""
+) -> CleanupPlan:
+    """Work out which log files have expired (see the module docstring)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now - retention_ms
     entries = storage.list_log()
@@ -65,18 +81,32 @@ def expired_log_files(
         if candidates:
             boundary = version
             break
-    if boundary is None:
-        return []
     out = []
+    remaining: list[int] = []
     for status in entries:
         file_version = _version_of(status)
-        if (
-            file_version is not None
-            and file_version < boundary
-            and status.modification_time <= cutoff
-        ):
+        if file_version is None:
+            continue
+        if boundary is not None and file_version < boundary and status.modification_time <= cutoff:
             out.append(status)
-    return out
+        else:
+            remaining.append(file_version)
+    lowest = min(remaining, default=0)
+    later = [
+        max(f.modification_time for f in cp.files)
+        for version, cps in listing.checkpoints.items()
+        if version > lowest
+        for cp in cps
+    ]
+    next_due = min(later, default=now) + retention_ms
+    return CleanupPlan(out, max(next_due, now))
+
+
+def expired_log_files(
+    storage: TableStorage, *, retention_ms: int, now_ms: int | None = None
+) -> list[FileStatus]:
+    """The log files :func:`cleanup_log` would delete, oldest first."""
+    return plan_cleanup(storage, retention_ms=retention_ms, now_ms=now_ms).doomed
 
 
 def cleanup_log(
@@ -88,10 +118,17 @@ def cleanup_log(
         StorageError: The store refused a deletion (files deleted before it stay deleted; the
             log remains valid because deletion goes oldest first).
     """
-    doomed = expired_log_files(storage, retention_ms=log_retention_ms(configuration), now_ms=now_ms)
+    return run_cleanup(storage, configuration, now_ms=now_ms)[0]
+
+
+def run_cleanup(
+    storage: TableStorage, configuration: dict[str, str | None], *, now_ms: int | None = None
+) -> tuple[list[str], int]:
+    """Like :func:`cleanup_log`, also returning :attr:`CleanupPlan.next_due_ms`."""
+    plan = plan_cleanup(storage, retention_ms=log_retention_ms(configuration), now_ms=now_ms)
     deleted = []
-    for status in doomed:
+    for status in plan.doomed:
         with storage_errors(f"cannot delete {status.name}"):
             storage.store.delete(status.path)
         deleted.append(status.name)
-    return deleted
+    return deleted, plan.next_due_ms

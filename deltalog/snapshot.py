@@ -45,6 +45,9 @@ class Snapshot:
     timestamp: int = 0
     checkpoint_version: int | None = None
     stats_loader: Callable[[], pa.ChunkedArray] | None = None
+    #: Reconciliation keys of ``raw_files`` / ``tombstones`` rows, when known (internal).
+    file_keys: pa.ChunkedArray | None = field(default=None, repr=False, compare=False)
+    tombstone_keys: pa.ChunkedArray | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def files(self) -> pa.Table:

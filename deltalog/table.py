@@ -17,7 +17,7 @@ from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
-from deltalog.config import checkpoint_interval, expired_log_cleanup
+from deltalog.config import checkpoint_interval, expired_log_cleanup, log_retention_ms
 from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
@@ -33,7 +33,7 @@ from deltalog.partitions import check_partition_columns
 from deltalog.paths import decode_path, has_scheme
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
 from deltalog.replay import read_commit, replay
-from deltalog.retention import cleanup_log
+from deltalog.retention import cleanup_log, run_cleanup
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, list_log
 from deltalog.snapshot import Snapshot
@@ -100,6 +100,8 @@ class DeltaTable:
         retry: RetryPolicy | None = None,
     ) -> None:
         self._retry = retry or RetryPolicy()
+        # (retention, time): automatic log cleanup cannot delete anything before that time.
+        self._cleanup_due = (-1, 0)
         if version is not None and timestamp is not None:
             raise InvalidInputError("give version or timestamp, not both")
         self._storage = TableStorage.open(uri, storage_options)
@@ -397,8 +399,13 @@ class DeltaTable:
         try:
             if snap.version % checkpoint_interval(snap.configuration) == 0:
                 write_snapshot_checkpoint(self._storage, snap)
-                if expired_log_cleanup(snap.configuration):
-                    cleanup_log(self._storage, dict(snap.configuration))
+                config = dict(snap.configuration)
+                due_key = (log_retention_ms(config), _now_ms())
+                if expired_log_cleanup(config) and (
+                    due_key[0] != self._cleanup_due[0] or due_key[1] >= self._cleanup_due[1]
+                ):
+                    _, due = run_cleanup(self._storage, config)
+                    self._cleanup_due = (due_key[0], due)
         except Exception:  # the commit is durable already; a checkpoint is an optimisation
             _log.warning("checkpoint of version %d failed", snap.version, exc_info=True)
 

@@ -288,6 +288,9 @@ def test_cleanup_log_skips_unreadable_checkpoint(tmp_path: Path) -> None:
 def test_cleanup_runs_after_checkpoints_when_enabled(tmp_path: Path) -> None:
     table = _appended(tmp_path, 19, configuration={"delta.logRetentionDuration": "interval 1 day"})
     _age(tmp_path, _log(tmp_path), 2)
+    # A new writer: a long-lived one remembers when cleanup can next delete anything, and
+    # aging files by hand does not move that moment.
+    table = DeltaTable(str(tmp_path))
     table.append_files([write_parquet(tmp_path, "p=0/last.parquet", pa.table({"id": [0]}))])
     names = _log(tmp_path)
     assert "00000000000000000000.json" not in names and "00000000000000000009.json" not in names
