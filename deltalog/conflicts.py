@@ -192,7 +192,8 @@ def _check_protocol(reads: TransactionReads, winner: WinningCommit) -> None:
     except DeltaLogError as exc:
         raise ProtocolChangedError(
             f"version {winner.version} ({winner.operation}) upgraded the protocol to one "
-            f"deltalog cannot write: {exc}",
+            f"deltalog cannot write: {exc}. deltalog can no longer write this table; write it "
+            "with an engine that supports the feature (e.g. delta-spark), or drop the feature.",
             winning_version=winner.version,
             winning_commit_info=winner.commit_info,
             retryable=False,

@@ -53,8 +53,8 @@ _USE_CHECKS: dict[str, Callable[[Metadata], bool]] = {
     "changeDataFeed": lambda m: m.configuration.get("delta.enableChangeDataFeed") == "true",
 }
 
-# Legacy writer versions imply these features.
-_LEGACY_WRITER = {
+#: The writer features each legacy writer version implies.
+LEGACY_WRITER_FEATURES = {
     2: ("appendOnly", "invariants"),
     3: ("checkConstraints",),
     4: ("changeDataFeed", "generatedColumns"),
@@ -116,7 +116,7 @@ def active_writer_features(protocol: Protocol, metadata: Metadata) -> set[str]:
     if protocol.min_writer_version >= 7:
         return set(protocol.writer_features or ())
     active: set[str] = set()
-    for version, features in _LEGACY_WRITER.items():
+    for version, features in LEGACY_WRITER_FEATURES.items():
         if protocol.min_writer_version >= version:
             for feature in features:
                 check = _USE_CHECKS.get(feature)

@@ -353,8 +353,9 @@ class DeltaTable:
         """Replace live files with the given Parquet files; returns the new version.
 
         Without ``where`` every live file is replaced. With ``where`` (a predicate on partition
-        columns) only the files it matches are, and every new file must satisfy it. Concurrent
-        overwrites of disjoint partitions do not conflict.
+        columns) only the files it matches are, and every new file must satisfy it. An empty
+        ``paths`` deletes what would be replaced. Concurrent overwrites of disjoint partitions
+        do not conflict.
 
         Raises:
             AppendOnlyError: The table is append-only.

@@ -53,7 +53,12 @@ from deltalog.errors import (
     PartitionValueError,
     TransactionClosedError,
 )
-from deltalog.features import active_writer_features, check_writable, protocol_for_new_table
+from deltalog.features import (
+    LEGACY_WRITER_FEATURES,
+    active_writer_features,
+    check_writable,
+    protocol_for_new_table,
+)
 from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
 from deltalog.partitions import check_partition_columns, parse_partition_value
 from deltalog.paths import commit_name
@@ -257,9 +262,11 @@ class Transaction:
         """Stage files to add.
 
         Args:
-            files: ``AddFile`` actions (committed as given), ``AddCDCFile`` actions, or paths
-                of Parquet files (relative to the table root, or absolute on its store) that are
-                read for their schema, statistics and Hive-style partition values.
+            files: ``AddFile`` actions (committed as given; re-adding a live path replaces
+                that file's entry, as delta-spark allows), ``AddCDCFile`` actions, or paths of
+                Parquet files (relative to the table root, or absolute on its store) that are
+                read for their schema, statistics and Hive-style partition values, and must not
+                be live already unless this transaction removes them.
             data_change: ``dataChange`` of the actions built from paths.
 
         Returns:
@@ -308,7 +315,8 @@ class Transaction:
 
         Args:
             files: Paths as logged, ``AddFile`` actions, a table of files (as returned by
-                :meth:`read_files`), or ready ``RemoveFile`` actions.
+                :meth:`read_files`), or ready ``RemoveFile`` actions (committed as given; their
+                files must be live too).
             data_change: ``dataChange`` of the remove actions built here (``False`` for a
                 rearrangement such as compaction).
 
@@ -328,6 +336,8 @@ class Transaction:
         else:
             given = list(files)
         ready = [f for f in given if isinstance(f, RemoveFile)]
+        if ready:
+            self._removes_for([r.path for r in ready], data_change)  # each must be live
         wanted = [
             f if isinstance(f, str) else f.path for f in given if not isinstance(f, RemoveFile)
         ]
@@ -457,6 +467,19 @@ class Transaction:
             raise InvalidInputError(
                 f"{protocol} would downgrade the table protocol {old}; deltalog only upgrades"
             )
+        if protocol.min_writer_version >= 7 and old.min_writer_version < 7:
+            implied = {
+                feature
+                for version, features in LEGACY_WRITER_FEATURES.items()
+                if version <= old.min_writer_version
+                for feature in features
+            }
+            missing = implied - set(protocol.writer_features or ())
+            if missing:
+                raise InvalidInputError(
+                    f"moving from writerVersion {old.min_writer_version} to table features must "
+                    f"keep the features it implies: add {sorted(missing)} to writer_features"
+                )
         check_writable(protocol, self._metadata or self._snapshot.metadata)
         self._protocol = protocol
 
@@ -582,8 +605,10 @@ class Transaction:
                 if mine is not None and txn.version >= mine.version:
                     winners.append((version, actions, _now_ms()))
                     raise _AlreadyCommitted(version)
-            check_winner(reads, winner)
+            # Known before checking: after a conflict the table still moves past the winner,
+            # so re-running the operation starts from a snapshot that includes it.
             winners.append((version, actions, _now_ms()))
+            check_winner(reads, winner)
             version += 1
 
     def _advanced(
