@@ -133,10 +133,13 @@ def _read(
     lines: list[bytes], action: str, partition_columns: Sequence[str]
 ) -> pa.StructArray | None:
     schema = _json_schema(action, partition_columns)
+    data = b"\n".join(lines)
+    # One block holds everything; small inputs get a small block (allocating 16 MB is not free).
+    block = min(_BLOCK, max(1 << 16, 1 << (len(data) + 1).bit_length()))
     try:
         table = pj.read_json(
-            io.BytesIO(b"\n".join(lines)),
-            read_options=pj.ReadOptions(block_size=_BLOCK),
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(block_size=block),
             parse_options=pj.ParseOptions(
                 explicit_schema=schema, unexpected_field_behavior="infer"
             ),

@@ -281,7 +281,16 @@ def _check_deletes(reads: TransactionReads, winner: WinningCommit) -> None:
             _raise_delete_read(reads, winner, remove, reads.read_files[key])
     if reads.read_whole_table:
         first = winner.removes[0]
-        _raise_delete_read(reads, winner, first, first.partition_values)
+        raise ConcurrentDeleteReadError(
+            f"version {winner.version} ({winner.operation}) removed {first.path}"
+            f"{_partition_text(first.partition_values, reads.partition_columns)} while this "
+            "transaction depends on the whole table. Re-run the operation on the latest version, "
+            "or read only the partitions it needs.",
+            winning_version=winner.version,
+            winning_commit_info=winner.commit_info,
+            path=first.path,
+            partition=dict(first.partition_values) if first.partition_values else None,
+        )
     for remove in winner.removes:
         key = canonical_path(remove.path, reads.prefix)
         if key in reads.removed:

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from deltalog.actions import AddFile
 from deltalog.errors import DuplicateFileError, InvalidPathError
-from deltalog.features import check_writable
 from deltalog.file_actions import scheme_prefix
 from deltalog.paths import check_relative, encode_path, has_scheme
 from deltalog.snapshot import Snapshot
@@ -58,7 +57,7 @@ def describe(
         DuplicateFileError: A path is given twice.
         UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
     """
-    check_writable(snapshot.protocol, snapshot.metadata)
+    snapshot.check_writable()
     seen: set[str] = set()
     adds = []
     store = storage.store

@@ -12,6 +12,7 @@ canonical form (see :func:`deltalog.file_actions.canonical_path`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -128,13 +129,22 @@ _ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
 
 
 def _stats_loader(storage: TableStorage, paths: list[str]) -> Callable[[], pa.ChunkedArray]:
-    """Reads ``add.stats`` of a checkpoint, in the order the replay read its adds."""
+    """Reads ``add.stats`` of a checkpoint, in the order the replay read its adds.
+
+    The column is read once and kept: every snapshot advanced from this replay shares the
+    loader, and a writer asks for statistics at each checkpoint it writes.
+    """
+    loaded: list[pa.ChunkedArray] = []
+    lock = threading.Lock()
 
     def load() -> pa.ChunkedArray:
-        with storage_errors("cannot read checkpoint statistics"):
-            data = read_checkpoint(storage.store, paths, add_fields=("stats",))
-        chunks = [t.column("stats") for t in data.adds]
-        return pa.chunked_array([c for chunk in chunks for c in chunk.chunks], type=pa.string())
+        with lock:
+            if not loaded:
+                with storage_errors("cannot read checkpoint statistics"):
+                    data = read_checkpoint(storage.store, paths, add_fields=("stats",))
+                chunks = [c for t in data.adds for c in t.column("stats").chunks]
+                loaded.append(pa.chunked_array(chunks, type=pa.string()))
+            return loaded[0]
 
     return load
 

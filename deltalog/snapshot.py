@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.actions import DomainMetadata, Metadata, Protocol, Txn
-from deltalog.errors import InvalidSchemaError
+from deltalog.errors import InvalidSchemaError, UnsupportedFeatureError
+from deltalog.features import check_writable
 from deltalog.schema import StructType
 
 
@@ -60,6 +61,23 @@ class Snapshot:
             stats = _fill_stats(stats, raw.column("_cp_row"), self.stats_loader())
         at = raw.column_names.index("stats")
         return raw.drop_columns(["_cp_row"]).set_column(at, "stats", stats)
+
+    def check_writable(self) -> None:
+        """Refuse writing at this snapshot's protocol and metadata (checked once, then cached).
+
+        Raises:
+            UnsupportedFeatureError: Naming the feature deltalog cannot honour.
+        """
+        outcome = self.__dict__.get("_write_check")
+        if outcome is None:
+            try:
+                check_writable(self.protocol, self.metadata)
+                outcome = ()
+            except UnsupportedFeatureError as exc:
+                outcome = (exc,)
+            self.__dict__["_write_check"] = outcome
+        if outcome:
+            raise outcome[0]
 
     def paths(self) -> pa.ChunkedArray:
         """The ``path`` of every live file, as logged (no statistics are loaded)."""

@@ -17,7 +17,6 @@ from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
-from deltalog.config import checkpoint_interval, expired_log_cleanup, log_retention_ms
 from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
@@ -29,11 +28,12 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import protocol_for_new_table
+from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.paths import decode_path, has_scheme
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
 from deltalog.replay import read_commit, replay
-from deltalog.retention import cleanup_log, run_cleanup
+from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, list_log
 from deltalog.snapshot import Snapshot
@@ -82,6 +82,9 @@ class DeltaTable:
         storage_options: Options for the log store (e.g. ``s3.endpoint``).
         retry: How this object's transactions retry after losing a version to another writer
             (default :class:`~deltalog.commit.RetryPolicy`). A transaction may override it.
+        background_checkpoints: Write the checkpoints that commits make due on a background
+            thread (see :meth:`wait_for_checkpoints`); ``False`` writes them before ``commit``
+            returns.
 
     Raises:
         TableNotFoundError: No Delta table at ``uri``.
@@ -98,10 +101,10 @@ class DeltaTable:
         timestamp: TimestampLike | None = None,
         storage_options: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
+        background_checkpoints: bool = True,
     ) -> None:
         self._retry = retry or RetryPolicy()
-        # (retention, time): automatic log cleanup cannot delete anything before that time.
-        self._cleanup_due = (-1, 0)
+        self._background_checkpoints = background_checkpoints
         if version is not None and timestamp is not None:
             raise InvalidInputError("give version or timestamp, not both")
         self._storage = TableStorage.open(uri, storage_options)
@@ -117,6 +120,7 @@ class DeltaTable:
             ):
                 listing = list_log(self._storage, use_hint=False)
         self._snapshot = replay(self._storage, listing, version)
+        self._maintenance = Maintenance(self._storage, background=background_checkpoints)
 
     # ----------------------------------------------------------------- creation
     @classmethod
@@ -395,20 +399,22 @@ class DeltaTable:
         }
 
     def _after_commit(self) -> None:
-        """Checkpoint every ``delta.checkpointInterval`` versions; never fail the commit."""
-        snap = self._snapshot
-        try:
-            if snap.version % checkpoint_interval(snap.configuration) == 0:
-                write_snapshot_checkpoint(self._storage, snap)
-                config = dict(snap.configuration)
-                due_key = (log_retention_ms(config), _now_ms())
-                if expired_log_cleanup(config) and (
-                    due_key[0] != self._cleanup_due[0] or due_key[1] >= self._cleanup_due[1]
-                ):
-                    _, due = run_cleanup(self._storage, config)
-                    self._cleanup_due = (due_key[0], due)
-        except Exception:  # the commit is durable already; a checkpoint is an optimisation
-            _log.warning("checkpoint of version %d failed", snap.version, exc_info=True)
+        """Checkpoint every ``delta.checkpointInterval`` versions; never fails the commit."""
+        self._maintenance.after_commit(self._snapshot)
+
+    def wait_for_checkpoints(self, timeout: float | None = None) -> bool:
+        """Wait until checkpoints (and log cleanup) due after this object's commits are written.
+
+        With ``background_checkpoints=True`` (the default) a commit returns as soon as its log
+        entry is durable, and the checkpoint it makes due is written on a background thread.
+
+        Args:
+            timeout: Seconds to wait at most; ``None`` waits as long as it takes.
+
+        Returns:
+            ``False`` if the timeout ran out first.
+        """
+        return self._maintenance.wait(timeout)
 
     def cleanup_log(self) -> list[str]:
         """Delete log files older than ``delta.logRetentionDuration`` (default 30 days).

@@ -281,7 +281,9 @@ class Transaction:
         self._check_open()
         items = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
         paths = [f for f in items if isinstance(f, str)]
-        described = describe(self._storage, self._snapshot, paths, data_change=data_change)
+        described = (
+            describe(self._storage, self._snapshot, paths, data_change=data_change) if paths else []
+        )
         staged: list[AddFile] = []
         pending: dict[str, AddFile] = {}
         described_iter = iter(described)
@@ -651,7 +653,10 @@ class Transaction:
         snap = self._snapshot
         metadata = self._metadata or snap.metadata
         protocol = self._protocol or snap.protocol
-        check_writable(protocol, metadata)
+        if self._metadata is None and self._protocol is None:
+            snap.check_writable()
+        else:
+            check_writable(protocol, metadata)
         removes_data = any(r.data_change for r in self._removes.values())
         if removes_data and metadata.configuration.get("delta.appendOnly") == "true":
             raise AppendOnlyError(

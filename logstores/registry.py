@@ -8,10 +8,11 @@ A store class provides ``from_uri(uri, options) -> (store, root)``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Mapping
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, cast
 
 from logstores.base import LogStore
@@ -61,6 +62,12 @@ def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
     return cast(_StoreFactory, getattr(module, class_name))
 
 
+@functools.cache
+def _plugins() -> tuple[EntryPoint, ...]:
+    """Installed plugin stores, looked up once per process (scanning metadata takes ms)."""
+    return tuple(entry_points(group=ENTRY_POINT_GROUP))
+
+
 def open_store(uri: str, options: Mapping[str, str] | None = None) -> tuple[LogStore, str]:
     """Return the log store for ``uri`` and the table root in that store's notation.
 
@@ -74,7 +81,7 @@ def open_store(uri: str, options: Mapping[str, str] | None = None) -> tuple[LogS
         MissingDependencyError: The store's SDK is not installed; the message names the extra.
     """
     scheme = scheme_of(uri)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _plugins():
         if ep.name == scheme:
             factory = cast(_StoreFactory, ep.load())
             return factory.from_uri(uri, dict(options or {}))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -26,6 +27,7 @@ def _appended(root: Path, n: int, **create: object) -> DeltaTable:
     table = DeltaTable.create(str(root), SCHEMA, partition_by=["p"], **create)  # type: ignore[arg-type]
     for i in range(n):
         table.append_files([write_parquet(root, f"p={i % 3}/f{i}.parquet", pa.table({"id": [i]}))])
+    assert table.wait_for_checkpoints(timeout=60)
     return table
 
 
@@ -78,19 +80,50 @@ def test_checkpoint_keeps_unexpired_tombstones_only(tmp_path: Path) -> None:
     assert all(name != "commitInfo" for name, _ in content.actions)
 
 
+def test_inline_checkpoints_are_written_before_commit_returns(tmp_path: Path) -> None:
+    table = DeltaTable.create(str(tmp_path), SCHEMA, partition_by=["p"])
+    table = DeltaTable(str(tmp_path), background_checkpoints=False)
+    for i in range(10):
+        table.append_files([write_parquet(tmp_path, f"p=0/f{i}.parquet", pa.table({"id": [i]}))])
+    assert "00000000000000000010.checkpoint.parquet" in _log(tmp_path)
+
+
+def test_background_checkpoint_finishes_before_a_child_process_exits(tmp_path: Path) -> None:
+    """The checkpoint thread is not a daemon: a process that commits and exits keeps it."""
+    DeltaTable.create(str(tmp_path), SCHEMA, partition_by=["p"])
+    for i in range(9):
+        DeltaTable(str(tmp_path)).append_files(
+            [write_parquet(tmp_path, f"p=0/f{i}.parquet", pa.table({"id": [i]}))]
+        )
+    write_parquet(tmp_path, "p=0/last.parquet", pa.table({"id": [9]}))
+    ctx = multiprocessing.get_context("spawn")
+    child = ctx.Process(target=_append_one, args=(str(tmp_path), "p=0/last.parquet"))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0
+    names = _log(tmp_path)
+    assert "00000000000000000010.checkpoint.parquet" in names
+    assert not [n for n in names if n.startswith(".")], names  # nothing half-written
+
+
+def _append_one(root: str, path: str) -> None:
+    DeltaTable(root).append_files([path])
+
+
 def test_checkpoint_failure_does_not_fail_the_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import deltalog.table as table_module
+    import deltalog.maintenance as maintenance_module
 
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
     table = _appended(tmp_path, 9)
-    monkeypatch.setattr(table_module, "write_snapshot_checkpoint", boom)
+    monkeypatch.setattr(maintenance_module, "write_snapshot_checkpoint", boom)
     assert (
         table.append_files([write_parquet(tmp_path, "p=1/x.parquet", pa.table({"id": [1]}))]) == 10
     )
+    assert table.wait_for_checkpoints(timeout=60)
     assert DeltaTable(str(tmp_path)).version() == 10
     assert not any("checkpoint." in n for n in _log(tmp_path))
 
@@ -292,6 +325,7 @@ def test_cleanup_runs_after_checkpoints_when_enabled(tmp_path: Path) -> None:
     # aging files by hand does not move that moment.
     table = DeltaTable(str(tmp_path))
     table.append_files([write_parquet(tmp_path, "p=0/last.parquet", pa.table({"id": [0]}))])
+    assert table.wait_for_checkpoints(timeout=60)
     names = _log(tmp_path)
     assert "00000000000000000000.json" not in names and "00000000000000000009.json" not in names
     assert "00000000000000000010.checkpoint.parquet" in names
