@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,3 +256,59 @@ class FileActionLog:
             Keyed(_append(files, new_files), _append_keys(file_keys, new_file_keys)),
             Keyed(_append(tombstones, new_tombs), _append_keys(tomb_keys, new_tomb_keys)),
         )
+
+
+class PendingFiles:
+    """Live files and tombstones after a chain of commits, merged the first time they are asked for.
+
+    A writer advances its snapshot after every commit, but a blind append never looks at the
+    table's files. So each commit only links its file actions to the previous state; the merge
+    runs once, over every commit since the last merged state, when someone reads the files (a
+    transaction that reads, a checkpoint, a listing). The chain is walked without recursion and
+    dropped once merged.
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        result: tuple[Keyed, Keyed] | None = None,
+        parent: PendingFiles | None = None,
+        actions: Sequence[AddFile | RemoveFile] = (),
+    ) -> None:
+        self._prefix = prefix
+        self._result = result
+        self._parent = parent
+        self._actions = tuple(actions)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def merged(cls, files: Keyed, tombstones: Keyed, prefix: str) -> PendingFiles:
+        """A state that is already merged."""
+        return cls(prefix, result=(files, tombstones))
+
+    def then(self, actions: Sequence[AddFile | RemoveFile]) -> PendingFiles:
+        """The state after one more commit's file actions."""
+        if not actions:
+            return self
+        return PendingFiles(self._prefix, parent=self, actions=actions)
+
+    def get(self) -> tuple[Keyed, Keyed]:
+        """The merged (files, tombstones)."""
+        result = self._result
+        if result is not None:
+            return result
+        with self._lock:
+            if self._result is None:
+                chain: list[PendingFiles] = []
+                node: PendingFiles = self
+                while (base := node._result) is None:
+                    chain.append(node)
+                    assert node._parent is not None
+                    node = node._parent
+                log = FileActionLog()
+                for link in reversed(chain):
+                    log.extend_objects(link._actions)
+                self._result = log.merge(*base, self._prefix)
+                self._parent, self._actions = None, ()
+            return self._result

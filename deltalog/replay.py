@@ -50,6 +50,7 @@ from deltalog.file_actions import (
     TOMBSTONES_SCHEMA,
     FileActionLog,
     Keyed,
+    PendingFiles,
     scheme_prefix,
     snake,
 )
@@ -254,15 +255,12 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         version=segment.version,
         protocol=state.protocol,
         metadata=state.metadata,
-        raw_files=files.table,
-        tombstones=tombstones.table,
+        file_state=PendingFiles.merged(files, tombstones, prefix),
         txns=dict(state.txns),
         domains=dict(state.domains),
         timestamp=commit_timestamp(info, state.metadata, last_mtime),
         checkpoint_version=segment.checkpoint.version if segment.checkpoint else None,
         stats_loader=loader,
-        file_keys=files.keys,
-        tombstone_keys=tombstones.keys,
     )
 
 
@@ -313,27 +311,21 @@ def advance(
     state = _State(protocol=snapshot.protocol, metadata=snapshot.metadata)
     state.txns = dict(snapshot.txns)
     state.domains = dict(snapshot.domains)
+    file_state = snapshot.file_state
     for _, actions, _ in commits:
         state.last_commit_info = None
-        state.apply(actions)
-    files, tombstones = state.files.merge(
-        Keyed(snapshot.raw_files, snapshot.file_keys),
-        Keyed(snapshot.tombstones, snapshot.tombstone_keys),
-        prefix,
-    )
+        state.apply(a for a in actions if not isinstance(a, AddFile | RemoveFile))
+        file_state = file_state.then([a for a in actions if isinstance(a, AddFile | RemoveFile)])
     assert state.protocol is not None and state.metadata is not None
     version, _, mtime = commits[-1]
     return Snapshot(
         version=version,
         protocol=state.protocol,
         metadata=state.metadata,
-        raw_files=files.table,
-        tombstones=tombstones.table,
+        file_state=file_state,
         txns=state.txns,
         domains=state.domains,
         timestamp=commit_timestamp(state.last_commit_info, state.metadata, mtime),
         checkpoint_version=snapshot.checkpoint_version,
         stats_loader=snapshot.stats_loader,
-        file_keys=files.keys,
-        tombstone_keys=tombstones.keys,
     )

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from deltalog.actions import DomainMetadata, Metadata, Protocol, Txn
 from deltalog.errors import InvalidSchemaError, UnsupportedFeatureError
 from deltalog.features import check_writable
+from deltalog.file_actions import PendingFiles
 from deltalog.schema import StructType
 
 
@@ -23,10 +24,11 @@ class Snapshot:
         version: The table version.
         protocol: The protocol in force.
         metadata: The table metadata in force.
-        raw_files: Live logical files as replay keeps them: ``FILES_SCHEMA`` columns, where rows
+        file_state: Live files and tombstones, merged on first use (``raw_files`` and
+            ``tombstones`` read it). ``raw_files`` has the ``FILES_SCHEMA`` columns, where rows
             that came from a checkpoint may have no ``stats`` yet, plus ``_cp_row`` (the row's
-            position among the checkpoint's adds) when ``stats_loader`` is set.
-        tombstones: Remove actions still kept as tombstones (``replay.TOMBSTONES_SCHEMA``).
+            position among the checkpoint's adds) when ``stats_loader`` is set; ``tombstones``
+            holds remove actions still kept as tombstones (``TOMBSTONES_SCHEMA``).
         txns: Latest ``txn`` per application id.
         domains: Latest non-removed domain metadata per domain.
         timestamp: Commit time of ``version`` in ms (in-commit timestamp where the table has
@@ -39,16 +41,22 @@ class Snapshot:
     version: int
     protocol: Protocol
     metadata: Metadata
-    raw_files: pa.Table
-    tombstones: pa.Table
+    file_state: PendingFiles = field(repr=False, compare=False)
     txns: Mapping[str, Txn] = field(default_factory=dict)
     domains: Mapping[str, DomainMetadata] = field(default_factory=dict)
     timestamp: int = 0
     checkpoint_version: int | None = None
     stats_loader: Callable[[], pa.ChunkedArray] | None = None
-    #: Reconciliation keys of ``raw_files`` / ``tombstones`` rows, when known (internal).
-    file_keys: pa.ChunkedArray | None = field(default=None, repr=False, compare=False)
-    tombstone_keys: pa.ChunkedArray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def raw_files(self) -> pa.Table:
+        """Live files as replay keeps them (see the class docstring)."""
+        return self.file_state.get()[0].table
+
+    @property
+    def tombstones(self) -> pa.Table:
+        """Remove actions still kept as tombstones."""
+        return self.file_state.get()[1].table
 
     @cached_property
     def files(self) -> pa.Table:
