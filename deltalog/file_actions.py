@@ -307,8 +307,7 @@ class PendingFiles:
                     assert node._parent is not None
                     node = node._parent
                 log = FileActionLog()
-                for link in reversed(chain):
-                    log.extend_objects(link._actions)
+                log.extend_objects([a for link in reversed(chain) for a in link._actions])
                 self._result = log.merge(*base, self._prefix)
                 self._parent, self._actions = None, ()
             return self._result

@@ -1,7 +1,23 @@
 #!/usr/bin/env bash
-# Benchmarks against delta-rs (not part of CI): set up (first run only), then run the replay and
-# checkpoint benchmark. Arguments go to benchmarks/bench_replay.py (e.g. --quick, --repeat 5).
+# Benchmarks against delta-rs (not part of CI): set up (first run only), then run them.
+#
+#   bash scripts/bench.sh [ARGS]          both: replay/checkpoint, then commit throughput. ARGS go
+#                                         to both, so use options both accept (--quick,
+#                                         --repeat N, --out DIR, --data DIR, --profile,
+#                                         --prime-gib G); exit status is the worse of the two.
+#   bash scripts/bench.sh replay [ARGS]   only benchmarks/bench_replay.py (e.g. --workload cp_1m)
+#   bash scripts/bench.sh commit [ARGS]   only benchmarks/bench_commit.py (e.g. --workload single)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
-exec python benchmarks/bench_replay.py "$@"
+case "${1:-}" in
+  replay) shift; exec python benchmarks/bench_replay.py "$@" ;;
+  commit) shift; exec python benchmarks/bench_commit.py "$@" ;;
+  all) shift ;;
+esac
+status=0
+python benchmarks/bench_replay.py "$@" || status=$?
+rc=0
+python benchmarks/bench_commit.py "$@" || rc=$?
+[ "$rc" -gt "$status" ] && status=$rc
+exit "$status"
