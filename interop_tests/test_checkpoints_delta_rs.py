@@ -15,8 +15,10 @@ from deltalog import DeltaTable
 
 
 def _rs_files(root: Path, version: int | None) -> list[str]:
-    dt = deltalake.DeltaTable(str(root)) if version is None else deltalake.DeltaTable(
-        str(root), version=version
+    dt = (
+        deltalake.DeltaTable(str(root))
+        if version is None
+        else deltalake.DeltaTable(str(root), version=version)
     )
     return sorted(os.path.relpath(u, root) for u in dt.file_uris())
 

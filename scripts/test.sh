@@ -9,6 +9,7 @@ for d in deltalog logstores checkpoints tests interop_tests benchmarks scripts; 
   [ -d "$d" ] && targets+=("$d")
 done
 ruff check "${targets[@]}"
+ruff format --check "${targets[@]}"
 echo "[test] mypy --strict" >&2
 mypy
 echo "[test] pytest" >&2
