@@ -300,14 +300,21 @@ class PendingFiles:
             return result
         with self._lock:
             if self._result is None:
-                chain: list[PendingFiles] = []
-                node: PendingFiles = self
-                while (base := node._result) is None:
-                    chain.append(node)
-                    assert node._parent is not None
-                    node = node._parent
+                # Each ancestor is read under its own lock: another thread may be merging it
+                # right now, and clears its links once merged. Locks are only ever taken from a
+                # descendant towards an ancestor, so this cannot deadlock.
+                chain = [self._actions]
+                node = self._parent
+                while True:
+                    assert node is not None
+                    with node._lock:
+                        base, parent, actions = node._result, node._parent, node._actions
+                    if base is not None:
+                        break
+                    chain.append(actions)
+                    node = parent
                 log = FileActionLog()
-                log.extend_objects([a for link in reversed(chain) for a in link._actions])
+                log.extend_objects([a for actions in reversed(chain) for a in actions])
                 self._result = log.merge(*base, self._prefix)
                 self._parent, self._actions = None, ()
             return self._result

@@ -64,15 +64,18 @@ class Maintenance:
             )
 
     def _drain(self) -> None:
-        while True:
+        try:
+            while True:
+                with self._cond:
+                    snapshot = self._pending
+                    self._pending = None
+                    if snapshot is None:
+                        return
+                self._run(snapshot)
+        finally:
             with self._cond:
-                snapshot = self._pending
-                self._pending = None
-                if snapshot is None:
-                    self._worker = None
-                    self._cond.notify_all()
-                    return
-            self._run(snapshot)
+                self._worker = None
+                self._cond.notify_all()
 
     def _run(self, snapshot: Snapshot) -> None:
         try:

@@ -364,3 +364,54 @@ def test_listing_without_stats_never_loads_them(tmp_path: Path) -> None:
     assert sorted(fresh.file_uris()) == sorted(
         f"{tmp_path}/{p}" for p in listed.column("path").to_pylist()
     )
+
+
+def test_lazy_snapshots_merge_correctly_from_many_threads(tmp_path: Path) -> None:
+    """Snapshots along one chain of lazily advanced commits, read from threads at once."""
+    import threading
+
+    from deltalog import AddFile, RemoveFile, Snapshot
+
+    def add(name: str) -> AddFile:
+        return AddFile(
+            path=f"part=1/{name}", partition_values={"part": "1"}, size=1,
+            modification_time=0, data_change=True,
+        )  # fmt: skip
+
+    for round_ in range(10):
+        root = str(tmp_path / f"t{round_}")
+        DeltaTable.create(
+            root, SCHEMA, partition_by=["part"],
+            configuration={"delta.checkpointInterval": "1000000"},
+        )  # fmt: skip
+        table = DeltaTable(root)
+        snapshots, expected, live = [], [], set()
+        for i in range(40):
+            with table.transaction() as tx:
+                tx.add(add(f"f{i}"))
+                if i % 3 == 2:  # also remove an earlier file, without reading the table
+                    tx.remove(RemoveFile(path=f"part=1/f{i - 2}", deletion_timestamp=0))
+                    live.discard(f"part=1/f{i - 2}")
+            live.add(f"part=1/f{i}")
+            if i % 8 == 7:
+                snapshots.append(table.snapshot)
+                expected.append(set(live))
+        barrier = threading.Barrier(len(snapshots))
+        seen: dict[int, set[str]] = {}
+
+        def read(
+            k: int, barrier: threading.Barrier, snap: Snapshot, seen: dict[int, set[str]]
+        ) -> None:
+            barrier.wait(timeout=30)
+            seen[k] = set(snap.raw_files.column("path").to_pylist())
+
+        threads = [
+            threading.Thread(target=read, args=(k, barrier, snap, seen))
+            for k, snap in enumerate(snapshots)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert seen == dict(enumerate(expected))
+        assert set(DeltaTable(root).snapshot.paths().to_pylist()) == live
