@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from deltalog.actions import AddFile
+from deltalog.actions import AddFile, Metadata
 from deltalog.errors import DuplicateFileError, InvalidPathError
 from deltalog.file_actions import scheme_prefix
 from deltalog.paths import check_relative, encode_path, has_scheme
+from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, read_footer
 from deltalog.storage import TableStorage, storage_errors
@@ -43,12 +44,18 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
 
 
 def describe(
-    storage: TableStorage, snapshot: Snapshot, paths: Iterable[str], *, data_change: bool
+    storage: TableStorage,
+    snapshot: Snapshot,
+    paths: Iterable[str],
+    *,
+    data_change: bool,
+    metadata: Metadata | None = None,
 ) -> list[AddFile]:
     """``add`` actions for Parquet files, with statistics and partition values from each file.
 
     Every file is checked (schema against the table, partition values from Hive-style
-    directories) before any action is returned.
+    directories) before any action is returned. ``metadata`` (a change staged in the same
+    transaction) replaces the snapshot's schema, partitioning and configuration.
 
     Raises:
         SchemaMismatchError: A file's columns do not fit the table.
@@ -58,6 +65,15 @@ def describe(
         UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
     """
     snapshot.check_writable()
+    if metadata is None:
+        schema, columns, config = (
+            snapshot.schema,
+            snapshot.partition_columns,
+            snapshot.configuration,
+        )
+    else:
+        schema = StructType.from_json_string(metadata.schema_string or "")
+        columns, config = list(metadata.partition_columns), metadata.configuration
     seen: set[str] = set()
     adds = []
     store = storage.store
@@ -77,9 +93,9 @@ def describe(
                 size=status.size,
                 modification_time=status.modification_time,
                 footer=footer,
-                table=snapshot.schema,
-                partition_columns=snapshot.partition_columns,
-                configuration=snapshot.configuration,
+                table=schema,
+                partition_columns=columns,
+                configuration=config,
                 location=location,
                 data_change=data_change,
             )

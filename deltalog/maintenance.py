@@ -41,7 +41,13 @@ class Maintenance:
         self._cleanup_due = (-1, 0)
 
     def after_commit(self, snapshot: Snapshot) -> None:
-        """Schedule the work ``snapshot`` (just committed) calls for, if any."""
+        """Schedule the work ``snapshot`` (just committed) calls for, if any; never raises."""
+        try:
+            self._schedule(snapshot)
+        except Exception:  # the commit has landed; nothing here may turn it into a failure
+            _log.warning("cannot schedule a checkpoint of %d", snapshot.version, exc_info=True)
+
+    def _schedule(self, snapshot: Snapshot) -> None:
         if snapshot.version % checkpoint_interval(snapshot.configuration) != 0:
             return
         if not self._background:
@@ -64,18 +70,24 @@ class Maintenance:
             )
 
     def _drain(self) -> None:
-        try:
-            while True:
-                with self._cond:
-                    snapshot = self._pending
-                    self._pending = None
-                    if snapshot is None:
-                        return
-                self._run(snapshot)
-        finally:
+        while True:
             with self._cond:
-                self._worker = None
-                self._cond.notify_all()
+                snapshot = self._pending
+                self._pending = None
+                if snapshot is None:
+                    # Cleared under the same lock that found nothing pending: after_commit
+                    # either saw this worker with its snapshot still to come, or no worker.
+                    self._worker = None
+                    self._cond.notify_all()
+                    return
+            try:
+                self._run(snapshot)
+            except BaseException:
+                with self._cond:
+                    self._worker = None
+                    self._pending = None
+                    self._cond.notify_all()
+                raise
 
     def _run(self, snapshot: Snapshot) -> None:
         try:

@@ -393,11 +393,27 @@ def _literal(value: Any, arrow_type: pa.DataType, column: str) -> pa.Scalar | No
     try:
         if isinstance(value, str) and not pa.types.is_string(arrow_type):
             return pa.scalar(_parse_text(value, arrow_type), arrow_type)
-        return pa.scalar(value, arrow_type)
+        scalar = pa.scalar(value, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, PartitionValueError, TypeError) as exc:
         raise InvalidPredicateError(
             f"{value!r} cannot be compared with partition column {column!r} of type {arrow_type}"
         ) from exc
+    if not _same(scalar.as_py(), value):  # e.g. 1.5 on an int column, a datetime on a date
+        raise InvalidPredicateError(
+            f"{value!r} is not a value of partition column {column!r} ({arrow_type}); "
+            "converting it would change it"
+        )
+    return scalar
+
+
+def _same(converted: Any, given: Any) -> bool:
+    if type(given) is dt.datetime and type(converted) is dt.datetime:
+        if given.tzinfo is None and converted.tzinfo is not None:
+            given = given.replace(tzinfo=dt.UTC)
+        return bool(converted == given)
+    if isinstance(given, dt.datetime) != isinstance(converted, dt.datetime):
+        return False
+    return bool(converted == given)
 
 
 def _parse_text(text: str, arrow_type: pa.DataType) -> Any:

@@ -282,7 +282,15 @@ class Transaction:
         items = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
         paths = [f for f in items if isinstance(f, str)]
         described = (
-            describe(self._storage, self._snapshot, paths, data_change=data_change) if paths else []
+            describe(
+                self._storage,
+                self._snapshot,
+                paths,
+                data_change=data_change,
+                metadata=self._metadata,
+            )
+            if paths
+            else []
         )
         staged: list[AddFile] = []
         pending: dict[str, AddFile] = {}
@@ -410,6 +418,11 @@ class Transaction:
                 protocol the table does not have (stage it with :meth:`update_protocol`).
         """
         self._check_open()
+        if self._adds or self._cdc:
+            raise InvalidInputError(
+                "stage metadata changes before adding files: staged files were checked "
+                "against the metadata in force when they were added"
+            )
         current = self._metadata or self._snapshot.metadata
         if metadata is None:
             changes: dict[str, Any] = {}
@@ -542,11 +555,16 @@ class Transaction:
 
     def _commit(self) -> int:
         snap = self._snapshot
-        for txn in self._txns.values():
-            current = snap.txns.get(txn.app_id)
-            if current is not None and current.version >= txn.version:
-                self.no_op = True
-                return self._find_txn_commit(txn)
+        covered = [t for t in self._txns.values() if _covers(snap.txns.get(t.app_id), t)]
+        if covered and len(covered) == len(self._txns):
+            self.no_op = True
+            return self._find_txn_commit(covered[0])
+        if covered:
+            raise InvalidInputError(
+                f"the table already holds txn {covered[0].app_id!r} at version "
+                f"{snap.txns[covered[0].app_id].version} but not the other application ids this "
+                "transaction sets: its txn actions disagree with the table"
+            )
         actions = self._prepare()
         if not actions:
             self.no_op = True
@@ -602,11 +620,10 @@ class Transaction:
             except LogFileNotFoundError:
                 return version
             winner = WinningCommit.from_actions(version, actions)
-            for txn in winner.txns:
-                mine = self._txns.get(txn.app_id)
-                if mine is not None and txn.version >= mine.version:
-                    winners.append((version, actions, _now_ms()))
-                    raise _AlreadyCommitted(version)
+            theirs = {t.app_id: t for t in winner.txns}
+            if self._txns and all(_covers(theirs.get(a), t) for a, t in self._txns.items()):
+                winners.append((version, actions, _now_ms()))
+                raise _AlreadyCommitted(version)
             # Known before checking: after a conflict the table still moves past the winner,
             # so re-running the operation starts from a snapshot that includes it.
             winners.append((version, actions, _now_ms()))
@@ -626,10 +643,9 @@ class Transaction:
             return
         try:
             snapshot = advance(self._snapshot, commits, self._prefix)
+            self._on_advance(snapshot, mine is not None)
         except Exception:  # the commit outcome stands; the table can replay instead
             _log.warning("could not advance the snapshot in memory", exc_info=True)
-            return
-        self._on_advance(snapshot, mine is not None)
 
     def _find_txn_commit(self, txn: Txn) -> int:
         """The version whose commit holds ``txn``'s (app id, version), newest first."""
@@ -788,6 +804,11 @@ class _AlreadyCommitted(Exception):
     def __init__(self, version: int) -> None:
         super().__init__(version)
         self.version = version
+
+
+def _covers(existing: Txn | None, staged: Txn) -> bool:
+    """Whether ``existing`` (the table's txn for the app) already includes ``staged``."""
+    return existing is not None and existing.version >= staged.version
 
 
 def _num_records(add: AddFile) -> int:

@@ -1222,3 +1222,70 @@ def test_delta_spark_names_are_aliases() -> None:
     ):
         assert issubclass(cls, ConcurrentModificationError)
         assert issubclass(cls, CommitFailedError)
+
+
+# ----------------------------------------------------------------------------- review findings
+
+
+def test_a_landed_commit_never_raises_afterwards(uri: str) -> None:
+    """A bad delta.checkpointInterval breaks only the post-commit checkpoint, not the commit."""
+    table = DeltaTable(uri)
+    with table.transaction("SET TBLPROPERTIES") as tx:
+        tx.update_metadata(configuration={"delta.checkpointInterval": "ten"})
+    tx = table.transaction()
+    tx.add(add("p=1/late.parquet"))
+    assert tx.commit() == 3
+    assert tx.version == 3
+    assert "p=1/late.parquet" in live(uri)
+
+
+def test_metadata_cannot_change_after_files_are_staged(uri: str) -> None:
+    table = DeltaTable(uri)
+    tx = table.transaction("REPLACE")
+    tx.remove(tx.read_whole_table())
+    tx.add(add("p=2/new.parquet"))
+    with pytest.raises(InvalidInputError, match="before adding files"):
+        tx.update_metadata(partition_by=["v"])
+    assert_log(uri, 1)
+
+
+@pytest.mark.parametrize("value", [1.5, "x"])
+def test_lossy_or_unparseable_literals_are_refused(tmp_path: Path, value: object) -> None:
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int32())])
+    table = DeltaTable.create(str(tmp_path / "t"), schema, partition_by=["n"])
+    tx = table.transaction()
+    with pytest.raises(InvalidPredicateError):
+        tx.read_files(col("n") == value)
+    assert tx.read_files(col("n") == 1.0).num_rows == 0  # exact conversions are fine
+
+
+def test_a_datetime_literal_on_a_date_column_is_refused(tmp_path: Path) -> None:
+    import datetime as dt
+
+    schema = pa.schema([("id", pa.int64()), ("d", pa.date32())])
+    table = DeltaTable.create(str(tmp_path / "t"), schema, partition_by=["d"])
+    tx = table.transaction()
+    with pytest.raises(InvalidPredicateError):
+        tx.read_files(col("d") == dt.datetime(2024, 1, 1, 12))
+    assert tx.read_files(col("d") == dt.date(2024, 1, 1)).num_rows == 0
+
+
+def test_idempotency_needs_every_staged_app_id_covered(uri: str) -> None:
+    winner, loser = DeltaTable(uri), DeltaTable(uri)
+    tl = loser.transaction()
+    tl.set_transaction("app1", 5)
+    tl.set_transaction("app2", 1)
+    tl.add(add("p=1/loser.parquet"))
+    with winner.transaction() as tw:
+        tw.set_transaction("app1", 5)
+        tw.add(add("p=1/winner.parquet"))
+    with pytest.raises(ConcurrentTransactionError) as err:
+        tl.commit()
+    assert err.value.app_id == "app1" and not tl.no_op
+    assert_log(uri, 2)
+    again = DeltaTable(uri).transaction()
+    again.set_transaction("app1", 5)
+    again.set_transaction("app2", 1)
+    with pytest.raises(InvalidInputError, match="disagree"):
+        again.commit()
+    assert_log(uri, 2)
