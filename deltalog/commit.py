@@ -22,6 +22,11 @@ from logstores import FileAlreadyExistsError
 ENGINE_INFO: str = f"deltalog/{__version__}"
 
 
+def now_ms() -> int:
+    """Wall-clock time in milliseconds since the epoch, as the log records it."""
+    return int(time.time() * 1000)
+
+
 def make_commit_info(
     *,
     operation: str,
@@ -34,7 +39,7 @@ def make_commit_info(
 ) -> CommitInfo:
     """A ``commitInfo`` laid out as delta-spark writes it."""
     body: dict[str, Any] = {
-        "timestamp": int(time.time() * 1000),
+        "timestamp": now_ms(),
         "operation": operation,
         "operationParameters": parameters,
     }

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,41 +130,46 @@ def _without(
 _SMALL_CHUNK = 1 << 16
 
 
-def _append(base: pa.Table, rows: pa.Table) -> pa.Table:
-    """``base`` followed by ``rows``, keeping the number of small chunks logarithmic.
+_Part = TypeVar("_Part", pa.RecordBatch, pa.Array)
 
-    A writer that commits one file at a time appends one row per commit; left alone, the
-    table would end up with one chunk per commit and every Arrow operation would slow down
-    with the chunk count. Trailing small chunks are merged like a binary counter: each row is
-    copied O(log n) times overall, and big chunks (from a checkpoint) are never copied.
+
+def _merge_tail(parts: list[_Part], concat: Callable[[list[_Part]], _Part]) -> list[_Part]:
+    """Merge trailing small parts like a binary counter, keeping their number logarithmic.
+
+    A writer that commits one file at a time appends one row per commit; left alone, the state
+    would end up with one chunk per commit and every Arrow operation would slow down with the
+    chunk count. Each row is copied O(log n) times overall, and big chunks (from a checkpoint)
+    are never copied.
     """
+    while (
+        len(parts) >= 2
+        and len(parts[-2]) <= max(len(parts[-1]), 1) * 2
+        and len(parts[-2]) < _SMALL_CHUNK
+    ):
+        parts[-2:] = [concat(parts[-2:])]
+    return parts
+
+
+def _concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def _append(base: pa.Table, rows: pa.Table) -> pa.Table:
+    """``base`` followed by ``rows`` (see :func:`_merge_tail`)."""
     if not rows.num_rows:
         return base
     if not base.num_rows:
         return rows
-    batches = [*base.to_batches(), *rows.to_batches()]
-    while (
-        len(batches) >= 2
-        and batches[-2].num_rows <= max(batches[-1].num_rows, 1) * 2
-        and batches[-2].num_rows < _SMALL_CHUNK
-    ):
-        merged = pa.Table.from_batches(batches[-2:]).combine_chunks().to_batches()
-        batches[-2:] = merged
-    return pa.Table.from_batches(batches, schema=base.schema)
+    batches = [b for b in (*base.to_batches(), *rows.to_batches()) if b.num_rows]
+    return pa.Table.from_batches(_merge_tail(batches, _concat_batches), schema=base.schema)
 
 
 def _append_keys(base: pa.ChunkedArray, new: pa.Array) -> pa.ChunkedArray:
-    """Keys aligned with ``_append``'s result (same merging rule)."""
+    """Keys aligned row for row with ``_append``'s result."""
     if not len(new):
         return base
     chunks = [c for c in base.chunks if len(c)] + [new]
-    while (
-        len(chunks) >= 2
-        and len(chunks[-2]) <= max(len(chunks[-1]), 1) * 2
-        and len(chunks[-2]) < _SMALL_CHUNK
-    ):
-        chunks[-2:] = [pa.concat_arrays(chunks[-2:])]
-    return pa.chunked_array(chunks, type=pa.string())
+    return pa.chunked_array(_merge_tail(chunks, pa.concat_arrays), type=pa.string())
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 from deltalog.checkpointing import write_snapshot_checkpoint
+from deltalog.commit import now_ms
 from deltalog.config import checkpoint_interval, expired_log_cleanup, log_retention_ms
 from deltalog.retention import run_cleanup
 from deltalog.snapshot import Snapshot
@@ -93,7 +93,7 @@ class Maintenance:
         try:
             write_snapshot_checkpoint(self._storage, snapshot)
             config = dict(snapshot.configuration)
-            retention, now = log_retention_ms(config), int(time.time() * 1000)
+            retention, now = log_retention_ms(config), now_ms()
             if expired_log_cleanup(config) and (
                 retention != self._cleanup_due[0] or now >= self._cleanup_due[1]
             ):

@@ -302,9 +302,7 @@ def replay(storage: TableStorage, listing: LogListing, version: int | None = Non
             excluded.add(segment.checkpoint.version)
 
 
-def advance(
-    snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], int]], prefix: str
-) -> Snapshot:
+def advance(snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], int]]) -> Snapshot:
     """The snapshot after applying consecutive commits, each ``(version, actions, mtime)``."""
     if not commits:
         return snapshot

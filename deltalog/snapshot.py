@@ -87,6 +87,11 @@ class Snapshot:
         if outcome:
             raise outcome[0]
 
+    def files_without_stats(self) -> pa.Table:
+        """Live files without the ``stats`` column (never reads statistics from a checkpoint)."""
+        raw = self.raw_files
+        return raw.drop_columns([c for c in ("stats", "_cp_row") if c in raw.column_names])
+
     def paths(self) -> pa.ChunkedArray:
         """The ``path`` of every live file, as logged (no statistics are loaded)."""
         return self.raw_files.column("path")

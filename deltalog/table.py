@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -16,7 +15,7 @@ import pyarrow.compute as pc
 from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.checkpointing import write_snapshot_checkpoint
-from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
+from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
@@ -46,10 +45,6 @@ __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike
 
 TimestampLike = dt.datetime | int | str
 _log = logging.getLogger(__name__)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _to_millis(ts: TimestampLike) -> int:
@@ -171,7 +166,7 @@ class DeltaTable:
             schema_string=struct.to_json_string(),
             partition_columns=partition_columns,
             configuration=dict(config),
-            created_time=_now_ms(),
+            created_time=now_ms(),
         )
         info = make_commit_info(
             operation="CREATE TABLE",
@@ -223,10 +218,7 @@ class DeltaTable:
                 checkpoint are read only when asked for, so ``with_stats=False`` lists a table
                 without touching them (and leaves the column out).
         """
-        if with_stats:
-            return self._snapshot.files
-        raw = self._snapshot.raw_files
-        return raw.drop_columns([c for c in ("stats", "_cp_row") if c in raw.column_names])
+        return self._snapshot.files if with_stats else self._snapshot.files_without_stats()
 
     def file_uris(self) -> list[str]:
         """Locations of the live data files, decoded, in the store's notation.

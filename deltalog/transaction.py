@@ -33,7 +33,7 @@ from deltalog.actions import (
     Txn,
     serialize_actions,
 )
-from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
+from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.conflicts import (
     ISOLATION_LEVELS,
     SNAPSHOT_ISOLATION,
@@ -87,10 +87,6 @@ _READ_SCHEMA = pa.schema(
         ("partition_values", pa.map_(pa.string(), pa.string())),
     ]
 )
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Transaction:
@@ -207,7 +203,7 @@ class Transaction:
         pred = as_predicate(predicate)
         snap = self._snapshot
         validate_predicate(pred, snap.schema, snap.partition_columns)
-        files = self._files(with_stats)
+        files = self._snapshot.files if with_stats else self._snapshot.files_without_stats()
         if pred is not TRUE:
             table = partition_table(
                 snap.raw_files.column("partition_values"), snap.schema, snap.partition_columns
@@ -220,7 +216,7 @@ class Transaction:
     def read_whole_table(self, *, with_stats: bool = True) -> pa.Table:
         """Every live file; records that the transaction depends on the whole table."""
         self._check_open()
-        files = self._files(with_stats)
+        files = self._snapshot.files if with_stats else self._snapshot.files_without_stats()
         self._predicates.append(TRUE)
         self._read_whole_table = True
         self._record_read(files)
@@ -235,13 +231,6 @@ class Transaction:
         self._app_ids.add(app_id)
         txn = self._snapshot.txns.get(app_id)
         return None if txn is None else txn.version
-
-    def _files(self, with_stats: bool) -> pa.Table:
-        snap = self._snapshot
-        if with_stats:
-            return snap.files
-        raw = snap.raw_files
-        return raw.drop_columns([c for c in ("stats", "_cp_row") if c in raw.column_names])
 
     def _record_read(self, files: pa.Table) -> None:
         if not files.num_rows:
@@ -377,7 +366,7 @@ class Transaction:
                     f"{path!r} is not a live file of the table at version {self.read_version}",
                     path=path,
                 )
-        now = _now_ms()
+        now = now_ms()
         cols = rows.select(["path", "partition_values", "size", "deletion_vector", "tags", "stats"])
         by_key = {}
         for row in cols.to_pylist():
@@ -514,7 +503,7 @@ class Transaction:
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise InvalidInputError(f"txn version must be a non-negative int, not {version!r}")
         self._app_ids.add(app_id)
-        self._txns[app_id] = Txn(app_id=app_id, version=version, last_updated=_now_ms())
+        self._txns[app_id] = Txn(app_id=app_id, version=version, last_updated=now_ms())
 
     def domain_metadata(
         self, domain: str, configuration: str | Mapping[str, Any], *, removed: bool = False
@@ -607,7 +596,7 @@ class Transaction:
             except ConcurrentModificationError:
                 self._advanced(winners, None)
                 raise
-        self._advanced(winners, (version, [info, *actions], _now_ms()))
+        self._advanced(winners, (version, [info, *actions], now_ms()))
         return version
 
     def _catch_up(
@@ -622,11 +611,11 @@ class Transaction:
             winner = WinningCommit.from_actions(version, actions)
             theirs = {t.app_id: t for t in winner.txns}
             if self._txns and all(_covers(theirs.get(a), t) for a, t in self._txns.items()):
-                winners.append((version, actions, _now_ms()))
+                winners.append((version, actions, now_ms()))
                 raise _AlreadyCommitted(version)
             # Known before checking: after a conflict the table still moves past the winner,
             # so re-running the operation starts from a snapshot that includes it.
-            winners.append((version, actions, _now_ms()))
+            winners.append((version, actions, now_ms()))
             check_winner(reads, winner)
             version += 1
 
@@ -642,7 +631,7 @@ class Transaction:
         if not commits:
             return
         try:
-            snapshot = advance(self._snapshot, commits, self._prefix)
+            snapshot = advance(self._snapshot, commits)
             self._on_advance(snapshot, mine is not None)
         except Exception:  # the commit outcome stands; the table can replay instead
             _log.warning("could not advance the snapshot in memory", exc_info=True)
@@ -726,7 +715,11 @@ class Transaction:
                 f"{path!r} has partition values for {sorted(values)}, the table is partitioned "
                 f"by {list(columns)}"
             )
-        schema = StructType.from_json_string((self._metadata or snap.metadata).schema_string or "")
+        schema = (
+            snap.schema
+            if self._metadata is None
+            else StructType.from_json_string(self._metadata.schema_string or "")
+        )
         for name in columns:
             parse_partition_value(values[name], schema.field(name).type)
 
