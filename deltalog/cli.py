@@ -15,14 +15,29 @@ from typing import Any
 
 import orjson
 
-from deltalog.errors import DeltaLogError
+from deltalog.errors import DeltaLogError, InvalidInputError
 from deltalog.table import DeltaTable
 
 EXIT_ERROR = 2
 
 
 def _open(args: argparse.Namespace) -> DeltaTable:
-    return DeltaTable(args.table, version=getattr(args, "version", None))
+    return DeltaTable(
+        args.table,
+        version=getattr(args, "version", None),
+        storage_options=_options(getattr(args, "option", None) or []),
+    )
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` arguments as storage options."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInputError(f"--option expects KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value
+    return options
 
 
 def _ts(ms: Any) -> str:
@@ -118,7 +133,7 @@ def cmd_files(args: argparse.Namespace) -> None:
 
 def cmd_history(args: argparse.Namespace) -> None:
     """``deltalog history``."""
-    table = DeltaTable(args.table)
+    table = _open(args)
     entries = table.history(limit=args.limit)
     if args.json:
         _emit({"table": table.uri, "history": entries})
@@ -133,7 +148,7 @@ def cmd_history(args: argparse.Namespace) -> None:
 
 def cmd_checkpoint(args: argparse.Namespace) -> None:
     """``deltalog checkpoint``."""
-    table = DeltaTable(args.table)
+    table = _open(args)
     last = table.checkpoint()
     doc = {
         "table": table.uri,
@@ -159,26 +174,38 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(prog="deltalog", description="Inspect Delta tables.")
     sub = parser.add_subparsers(dest="command", required=True)
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="storage option, e.g. -o s3.commit_protocol=conditional-put (repeatable)",
+    )
 
-    describe = sub.add_parser("describe", help="version, protocol, schema and size of a table")
+    describe = sub.add_parser(
+        "describe", parents=[store], help="version, protocol, schema and size of a table"
+    )
     describe.add_argument("table")
     describe.add_argument("--version", type=int)
     describe.add_argument("--json", action="store_true")
     describe.set_defaults(func=cmd_describe)
 
-    files = sub.add_parser("files", help="live data files of a table")
+    files = sub.add_parser("files", parents=[store], help="live data files of a table")
     files.add_argument("table")
     files.add_argument("--version", type=int)
     files.add_argument("--json", action="store_true")
     files.set_defaults(func=cmd_files)
 
-    history = sub.add_parser("history", help="commits, newest first")
+    history = sub.add_parser("history", parents=[store], help="commits, newest first")
     history.add_argument("table")
     history.add_argument("--limit", type=int)
     history.add_argument("--json", action="store_true")
     history.set_defaults(func=cmd_history)
 
-    checkpoint = sub.add_parser("checkpoint", help="write a checkpoint of the latest version")
+    checkpoint = sub.add_parser(
+        "checkpoint", parents=[store], help="write a checkpoint of the latest version"
+    )
     checkpoint.add_argument("table")
     checkpoint.add_argument("--json", action="store_true")
     checkpoint.set_defaults(func=cmd_checkpoint)

@@ -14,10 +14,10 @@ from typing import Any
 
 from deltalog import __version__
 from deltalog.actions import CommitInfo
-from deltalog.errors import InvalidInputError
+from deltalog.errors import InvalidInputError, StorageError
 from deltalog.paths import commit_name
 from deltalog.storage import TableStorage, storage_errors
-from logstores import FileAlreadyExistsError
+from logstores import FileAlreadyExistsError, LogFileNotFoundError
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
 
@@ -98,4 +98,6 @@ def try_write(storage: TableStorage, version: int, data: bytes) -> bool:
             storage.store.write(storage.log_file(commit_name(version)), data, overwrite=False)
     except FileAlreadyExistsError:
         return False
+    except LogFileNotFoundError as exc:  # e.g. the bucket or container does not exist
+        raise StorageError(f"cannot write commit {version}: {exc}") from exc
     return True

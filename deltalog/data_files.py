@@ -12,7 +12,8 @@ from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, read_footer
 from deltalog.storage import TableStorage, storage_errors
-from logstores import open_store, scheme_of
+from logstores import scheme_of
+from logstores.local import local_path_from_uri
 
 
 def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
@@ -28,8 +29,7 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
     if has_scheme(given) or given.startswith("/"):
         if scheme_of(given) != scheme_of(storage.uri):
             raise InvalidPathError(f"{given!r} is not on the table's store ({storage.uri})")
-        with storage_errors(f"cannot resolve {given}"):
-            _, location = open_store(given, {})
+        location = _location(given)
         if location.startswith(root.rstrip("/") + "/"):
             relative = check_relative(location[len(root.rstrip("/")) + 1 :])
             return encode_path(relative), relative, storage.data_file(relative)
@@ -41,6 +41,14 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
         return head + encode_path(location[len(head) :]), location, location
     relative = check_relative(given)
     return encode_path(relative), relative, storage.data_file(relative)
+
+
+def _location(uri: str) -> str:
+    """``uri`` in its store's notation: a filesystem path for local files, else the URI."""
+    if scheme_of(uri) == "file":
+        with storage_errors(f"cannot resolve {uri}"):
+            return local_path_from_uri(uri)
+    return uri.rstrip("/")
 
 
 def describe(

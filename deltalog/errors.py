@@ -25,6 +25,8 @@
     │   └── InvalidPredicateError     a partition predicate that names other columns or bad values
     ├── TransactionClosedError        a transaction was used after it committed or aborted
     ├── StorageError                  the log store failed (wraps logstores.LogStoreError)
+    │   └── StorageConfigurationError the store cannot be set up (scheme, SDK, options)
+    │       └── UnsafeStorageError    no real compare-and-swap configured (s3:// without one)
     └── CommitFailedError             a commit did not land (``retryable``, ``conflict``)
         ├── CommitAttemptsExhaustedError   every attempt lost the race; the last winner is named
         └── ConcurrentModificationError    a winning commit conflicts with this transaction
@@ -170,6 +172,18 @@ class TransactionClosedError(DeltaLogError):
 
 class StorageError(DeltaLogError):
     """The log store failed; the store's own error is the ``__cause__``."""
+
+
+class StorageConfigurationError(StorageError, ValueError):
+    """The table's log store cannot be set up: unknown scheme, missing SDK, bad options."""
+
+
+class UnsafeStorageError(StorageConfigurationError):
+    """The store has no real compare-and-swap configured, so two writers could both commit.
+
+    The message explains the options (for ``s3://``: ``s3.commit_protocol=conditional-put`` or
+    ``dynamodb``).
+    """
 
 
 class CommitFailedError(DeltaLogError):

@@ -5,9 +5,22 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 
-from deltalog.errors import StorageError, TableNotFoundError
+from deltalog.errors import (
+    StorageConfigurationError,
+    StorageError,
+    TableNotFoundError,
+    UnsafeStorageError,
+)
 from deltalog.paths import LAST_CHECKPOINT, LOG_DIR
-from logstores import FileStatus, LogFileNotFoundError, LogStore, LogStoreError, open_store
+from logstores import (
+    FileStatus,
+    LogFileNotFoundError,
+    LogStore,
+    LogStoreError,
+    StoreConfigurationError,
+    UnsafeStoreConfigurationError,
+    open_store,
+)
 
 
 @contextlib.contextmanager
@@ -17,6 +30,10 @@ def storage_errors(what: str) -> Iterator[None]:
         yield
     except (LogFileNotFoundError, FileExistsError):
         raise
+    except UnsafeStoreConfigurationError as exc:
+        raise UnsafeStorageError(f"{what}: {exc}") from exc
+    except StoreConfigurationError as exc:
+        raise StorageConfigurationError(f"{what}: {exc}") from exc
     except LogStoreError as exc:
         raise StorageError(f"{what}: {exc}") from exc
 

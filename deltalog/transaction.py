@@ -588,7 +588,12 @@ class Transaction:
             if reads is None:
                 reads = self._reads(level)
             try:
-                version = self._catch_up(version, reads, winners)
+                version = self._catch_up(version, reads, winners, info.extra.get("txnId"))
+            except _LandedEarlier as landed:
+                # The store said "taken", but the commit there is this one (an attempt whose
+                # reply was lost landed after all): it is committed, once.
+                version = landed.version
+                break
             except _AlreadyCommitted as done:
                 self.no_op = True
                 self._advanced(winners, None)
@@ -600,15 +605,25 @@ class Transaction:
         return version
 
     def _catch_up(
-        self, version: int, reads: TransactionReads, winners: list[tuple[int, list[Action], int]]
+        self,
+        version: int,
+        reads: TransactionReads,
+        winners: list[tuple[int, list[Action], int]],
+        txn_id: object = None,
     ) -> int:
-        """Check every commit from ``version`` to the head; returns the next free version."""
+        """Check every commit from ``version`` to the head; returns the next free version.
+
+        Raises:
+            _LandedEarlier: The commit at a version is this transaction's own (same txnId).
+        """
         while True:
             try:
                 actions = read_commit(self._storage, commit_name(version), version)
             except LogFileNotFoundError:
                 return version
             winner = WinningCommit.from_actions(version, actions)
+            if txn_id is not None and winner.commit_info.get("txnId") == txn_id:
+                raise _LandedEarlier(version)
             theirs = {t.app_id: t for t in winner.txns}
             if self._txns and all(_covers(theirs.get(a), t) for a, t in self._txns.items()):
                 winners.append((version, actions, now_ms()))
@@ -789,6 +804,14 @@ class Transaction:
             f"Transaction({self._operation!r}, read_version={self.read_version}, "
             f"state={self._state})"
         )
+
+
+class _LandedEarlier(Exception):
+    """The commit found at a version is this transaction's own: it landed there."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
 
 
 class _AlreadyCommitted(Exception):

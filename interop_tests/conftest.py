@@ -12,3 +12,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+TESTS_DIR = ROOT / "tests"
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+# The object-store test servers (moto, Azurite, our GCS server), shared with tests/.
+from servers.fixtures import (  # noqa: E402
+    azurite_server,
+    cloud_table,
+    gcs_server,
+    moto_server,
+)
+
+__all__ = ["azurite_server", "cloud_table", "gcs_server", "moto_server"]

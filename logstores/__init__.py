@@ -13,6 +13,7 @@ from logstores.errors import (
     StoreConfigurationError,
     StoreIOError,
     StoreThrottledError,
+    StoreUnavailableError,
     UnknownSchemeError,
     UnsafeStoreConfigurationError,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "StoreConfigurationError",
     "StoreIOError",
     "StoreThrottledError",
+    "StoreUnavailableError",
     "UnknownSchemeError",
     "UnsafeStoreConfigurationError",
     "open_store",

@@ -13,6 +13,7 @@ a :class:`LogStoreError`; SDK exceptions are mapped at the store boundary with `
     │   ├── MissingDependencyError  (the SDK for a store is not installed; names the extra)
     │   └── UnsafeStoreConfigurationError (no real compare-and-swap is available)
     └── StoreIOError                (any other failure talking to the storage)
+        └── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
 """
 
 from __future__ import annotations
@@ -59,3 +60,10 @@ class MissingDependencyError(StoreConfigurationError, ImportError):
 
 class UnsafeStoreConfigurationError(StoreConfigurationError):
     """The configuration would let two writers both 'win' the same commit."""
+
+
+class StoreUnavailableError(StoreIOError):
+    """A transient failure (server error, timeout, dropped connection); retrying may succeed.
+
+    After such a failure the request may or may not have taken effect.
+    """

@@ -22,3 +22,19 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
+
+# Azurite (Azure Blob emulator) from npm, for the Azure log store tests. Pinned; installed once.
+AZURITE_VERSION="3.35.0"
+TOOLS="$ROOT/.tools"
+if [ "${DELTALOG_SKIP_NPM:-0}" != "1" ] && command -v npm >/dev/null 2>&1; then
+  if ! grep -qs "\"version\": \"$AZURITE_VERSION\"" "$TOOLS/node_modules/azurite/package.json"; then
+    echo "[setup] installing azurite@$AZURITE_VERSION into $TOOLS (npm)" >&2
+    mkdir -p "$TOOLS"
+    if ! npm install --prefix "$TOOLS" --no-audit --no-fund --loglevel=error \
+        "azurite@$AZURITE_VERSION" >"$TOOLS/npm-install.log" 2>&1; then
+      tail -20 "$TOOLS/npm-install.log" >&2
+      echo "[setup] npm install azurite failed; full log in $TOOLS/npm-install.log" >&2
+      exit 1
+    fi
+  fi
+fi

@@ -13,4 +13,5 @@ ruff format --check "${targets[@]}"
 echo "[test] mypy --strict" >&2
 mypy
 echo "[test] pytest" >&2
+export DELTALOG_REQUIRE_SERVERS=1
 exec python -m pytest "$@"

@@ -6,8 +6,8 @@ tests ``logstores.open_store``, the scheme registry.
 
 from __future__ import annotations
 
-import importlib.util
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -128,24 +128,26 @@ def test_list_from_returns_names_at_or_after_start_in_lexicographic_order(
         "00000000000000000001.json",
         "00000000000000000011.crc",
     ]
-    for name in names:  # deliberately not in sorted order
-        store.write(log_store.path("_delta_log", name), name.encode())
+    # Deliberately not in sorted order, so not a _delta_log (the S3+DynamoDB store refuses a
+    # commit whose predecessor is missing, as delta-spark's does).
+    for name in names:
+        store.write(log_store.path("listing", name), name.encode())
 
-    everything = list(store.list_from(log_store.path("_delta_log", "")))
+    everything = list(store.list_from(log_store.path("listing", "")))
     assert _names(everything) == sorted(names)
 
     start = "00000000000000000002.json"
-    listed = list(store.list_from(log_store.path("_delta_log", start)))
+    listed = list(store.list_from(log_store.path("listing", start)))
     assert _names(listed) == sorted(n for n in names if n >= start)
     assert _names(listed)[0] == start
 
     # The start name need not exist.
     between = "00000000000000000005.json"
-    assert _names(store.list_from(log_store.path("_delta_log", between))) == sorted(
+    assert _names(store.list_from(log_store.path("listing", between))) == sorted(
         n for n in names if n >= between
     )
     # Past every name: nothing (the directory exists, so no error).
-    assert list(store.list_from(log_store.path("_delta_log", "~"))) == []
+    assert list(store.list_from(log_store.path("listing", "~"))) == []
 
 
 def test_list_from_gives_full_paths_sizes_and_times(log_store: StoreUnderTest) -> None:
@@ -210,8 +212,10 @@ def test_stat(log_store: StoreUnderTest) -> None:
 
 def test_delete_is_idempotent(log_store: StoreUnderTest) -> None:
     store = log_store.store
-    path = log_store.path("_delta_log", COMMIT_0)
-    keep = log_store.path("_delta_log", "00000000000000000001.json")
+    # Not a commit name: re-creating a deleted *commit* is refused by the S3+DynamoDB store
+    # while its DynamoDB entry lives (delta-spark's rule), which test_s3_dynamodb.py covers.
+    path = log_store.path("_delta_log", "00000000000000000000.checkpoint.parquet")
+    keep = log_store.path("_delta_log", COMMIT_0)
     store.write(path, b"x")
     store.write(keep, b"y")
     store.delete(path)
@@ -222,9 +226,7 @@ def test_delete_is_idempotent(log_store: StoreUnderTest) -> None:
     store.delete(log_store.path("_delta_log", "never-written"))
     store.delete(log_store.path("no-such-dir", "never-written"))
     assert store.read(keep) == b"y"
-    assert _names(store.list_from(log_store.path("_delta_log", ""))) == [
-        "00000000000000000001.json"
-    ]
+    assert _names(store.list_from(log_store.path("_delta_log", ""))) == [COMMIT_0]
     # A deleted name can be created again.
     store.write(path, b"again")
     assert store.read(path) == b"again"
@@ -404,23 +406,27 @@ def test_open_store_unknown_scheme(uri: str) -> None:
     assert isinstance(info.value, LogStoreError)
 
 
-@pytest.mark.xfail(
-    importlib.util.find_spec("logstores.gcs") is None,
-    strict=True,
-    reason=(
-        "logstores/gcs.py does not exist yet, so the registry raises UnknownSchemeError "
-        "('log store module logstores.gcs ... is not available') for the built-in gs:// scheme "
-        "instead of MissingDependencyError naming pip install 'deltalog[gcs]'"
-    ),
+@pytest.mark.parametrize(
+    ("uri", "sdk", "extra"),
+    [
+        ("s3://bucket/table", "boto3", "s3"),
+        ("gs://bucket/table", "google.cloud.storage", "gcs"),
+        ("az://container/table", "azure.storage.blob", "azure"),
+        ("abfss://c@acct.dfs.core.windows.net/t", "azure.storage.blob", "azure"),
+    ],
 )
-def test_open_store_gcs_without_sdk_names_the_extra() -> None:
-    try:
-        has_gcs = importlib.util.find_spec("google.cloud.storage") is not None
-    except ModuleNotFoundError:
-        has_gcs = False
-    if has_gcs:
-        pytest.skip("google-cloud-storage is installed")
+def test_open_store_without_the_sdk_names_the_extra(
+    uri: str, sdk: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Simulate an environment without the SDK: the import fails as it would when not installed.
+    monkeypatch.setitem(sys.modules, sdk, None)
+    parent, _, leaf = sdk.rpartition(".")
+    if parent in sys.modules:  # "from google.cloud import storage" would find the attribute
+        monkeypatch.delattr(sys.modules[parent], leaf, raising=False)
+    for name in [m for m in sys.modules if m.startswith("logstores.") and m != "logstores.base"]:
+        if name.split(".")[1] in ("s3", "gcs", "azure", "dynamodb"):
+            monkeypatch.delitem(sys.modules, name)
     with pytest.raises(MissingDependencyError) as info:
-        open_store("gs://bucket/table")
+        open_store(uri, {"s3.commit_protocol": "conditional-put"})
     assert isinstance(info.value, ImportError)
-    assert "deltalog[gcs]" in str(info.value)
+    assert f"deltalog[{extra}]" in str(info.value)

@@ -1289,3 +1289,43 @@ def test_idempotency_needs_every_staged_app_id_covered(uri: str) -> None:
     with pytest.raises(InvalidInputError, match="disagree"):
         again.commit()
     assert_log(uri, 2)
+
+
+def test_a_commit_whose_store_said_taken_but_landed_is_not_written_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An object store can answer "taken" for a commit that did land (a retried conditional PUT
+    # whose first attempt's reply was lost). The commit at that version is then our own: the
+    # transaction must report it, not commit the same actions again at the next version.
+    from logstores import FileAlreadyExistsError, LocalLogStore
+
+    root = tmp_path / "t"
+    DeltaTable.create(str(root), pa.schema([("x", pa.int64())]))
+    table = DeltaTable(str(root), retry=RetryPolicy(base_delay=0.0001, max_delay=0.0002))
+    real_write = LocalLogStore.write
+    lied: list[str] = []
+
+    def write_then_say_taken(self: LocalLogStore, path: str, data: bytes, **kw: Any) -> None:
+        real_write(self, path, data, **kw)
+        if path.endswith(".json") and not lied:
+            lied.append(path)
+            raise FileAlreadyExistsError(path)
+
+    monkeypatch.setattr(LocalLogStore, "write", write_then_say_taken)
+    with table.transaction("WRITE") as tx:
+        tx.add(
+            AddFile(
+                path="a.parquet",
+                partition_values={},
+                size=1,
+                modification_time=0,
+                data_change=True,
+                stats='{"numRecords":1}',
+            )
+        )
+    assert lied, "the store never answered 'taken'"
+    assert tx.version == 1
+    assert log_names(root) == ["00000000000000000000.json", "00000000000000000001.json"]
+    fresh = DeltaTable(str(root))
+    assert fresh.version() == 1
+    assert fresh.files().column("path").to_pylist() == ["a.parquet"]

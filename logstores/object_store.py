@@ -1,0 +1,151 @@
+"""What every object-store log store shares: paths, retries, listing, ranged reads.
+
+A backend (S3, GCS, Azure) implements a handful of primitives over its SDK, each mapping the
+SDK's exceptions to the :mod:`logstores.errors` tree:
+
+* ``_put(key, data, if_absent)``: one upload; with ``if_absent`` the **server** must refuse it
+  when the key exists (``If-None-Match: *``, ``ifGenerationMatch=0``), raising
+  :class:`~logstores.errors.FileAlreadyExistsError`.
+* ``_get(key, start, stop)``, ``_head(key)``, ``_delete(key)``,
+* ``_list(prefix, start_key)``: objects directly under ``prefix`` (not in "subdirectories")
+  whose keys sort at or after ``start_key``, in key order;
+* ``_any_under(prefix)``: whether any object exists under ``prefix``, at any depth.
+
+This class adds retries with backoff, and one subtle case: when an upload failed in transit
+(it may have landed) and its retry is refused because the key exists, the stored object is
+read back; if it holds exactly our bytes, the first attempt won and the write succeeded.
+Commits carry a unique ``txnId``, so equal bytes mean the same writer.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from logstores.base import FileStatus, LogStore
+from logstores.errors import (
+    FileAlreadyExistsError,
+    LogFileNotFoundError,
+    StoreConfigurationError,
+)
+from logstores.ranged_reader import open_ranged
+from logstores.retry import StoreRetryPolicy, call_with_retries
+
+log = logging.getLogger(__name__)
+
+
+class ObjectLogStore(LogStore):
+    """Base of the log stores over one bucket or container.
+
+    Paths are ``<prefix><key>``, where ``prefix`` is the URL of the bucket as the user wrote it
+    (``s3://bucket/``, ``gs://bucket/``, ``abfss://container@account.dfs.core.windows.net/``).
+
+    Args:
+        prefix: The bucket's URL, ending in ``/``.
+        retry: Backoff for throttled and transient requests.
+    """
+
+    is_partial_write_visible = False
+
+    def __init__(self, prefix: str, retry: StoreRetryPolicy | None = None) -> None:
+        if not prefix.endswith("/"):
+            prefix += "/"
+        self.prefix = prefix
+        self.retry = retry or StoreRetryPolicy()
+
+    # ------------------------------------------------------------------ backend primitives
+
+    @abstractmethod
+    def _put(self, key: str, data: bytes, *, if_absent: bool) -> None: ...
+
+    @abstractmethod
+    def _get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes: ...
+
+    @abstractmethod
+    def _head(self, key: str) -> FileStatus: ...
+
+    @abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    @abstractmethod
+    def _list(self, prefix: str, start_key: str) -> Iterator[FileStatus]: ...
+
+    @abstractmethod
+    def _any_under(self, prefix: str) -> bool: ...
+
+    # ------------------------------------------------------------------ paths
+
+    def key_of(self, path: str) -> str:
+        """The object key of ``path``.
+
+        Raises:
+            StoreConfigurationError: ``path`` is not in this store's bucket.
+        """
+        if not path.startswith(self.prefix):
+            raise StoreConfigurationError(f"{path!r} is outside {self.prefix!r}")
+        return path[len(self.prefix) :]
+
+    def path_of(self, key: str) -> str:
+        """The full path of object ``key``."""
+        return self.prefix + key
+
+    # ------------------------------------------------------------------ LogStore
+
+    def read(self, path: str) -> bytes:  # noqa: D102
+        key = self.key_of(path)
+        return call_with_retries(lambda: self._get(key), self.retry)
+
+    def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:  # noqa: D102
+        key = self.key_of(path)
+        uncertain = False
+
+        def note(exc: Exception) -> None:
+            nonlocal uncertain
+            uncertain = True  # a throttled or failed attempt may still have landed
+
+        try:
+            call_with_retries(
+                lambda: self._put(key, data, if_absent=not overwrite), self.retry, on_retry=note
+            )
+        except FileAlreadyExistsError:
+            if uncertain and self._holds(key, data):
+                log.info("%s: an earlier attempt of this write landed", path)
+                return
+            raise
+
+    def _holds(self, key: str, data: bytes) -> bool:
+        try:
+            return call_with_retries(lambda: self._get(key), self.retry) == data
+        except LogFileNotFoundError:
+            return False
+
+    def list_from(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
+        directory, _, start = self.key_of(path).rpartition("/")
+        prefix = f"{directory}/" if directory else ""
+        entries = call_with_retries(lambda: list(self._list(prefix, prefix + start)), self.retry)
+        if not entries and not self._has_any(prefix):
+            raise LogFileNotFoundError(f"not found: {self.path_of(prefix)}")
+        yield from entries
+
+    def _has_any(self, prefix: str) -> bool:
+        """Whether anything at all lies under ``prefix`` (object stores have no directories)."""
+        return call_with_retries(lambda: self._any_under(prefix), self.retry)
+
+    def delete(self, path: str) -> None:  # noqa: D102
+        key = self.key_of(path)
+        call_with_retries(lambda: self._delete(key), self.retry)
+
+    def stat(self, path: str) -> FileStatus:  # noqa: D102
+        key = self.key_of(path)
+        return call_with_retries(lambda: self._head(key), self.retry)
+
+    def open_input(self, path: str) -> BinaryIO:  # noqa: D102
+        key = self.key_of(path)
+        size = self.stat(path).size
+
+        def fetch(start: int, stop: int) -> bytes:
+            return call_with_retries(lambda: self._get(key, start, stop), self.retry)
+
+        return open_ranged(size, fetch)

@@ -1,0 +1,202 @@
+"""A tiny HTTP server on 127.0.0.1 that answers from a script of canned replies.
+
+Tests queue replies (status, headers, body), point an SDK at :attr:`ScriptedServer.endpoint`
+and then inspect what the SDK sent (:attr:`ScriptedServer.requests`). It lets the error mapping
+and retry logic of the log stores be exercised through the real SDKs over real HTTP, with
+failures (throttling, 5xx, dropped connections) that the emulators cannot produce on demand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import urllib.parse
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One canned answer.
+
+    ``drop=True`` closes the connection without answering; ``close=True`` closes it after the
+    answer (to send a body shorter than its ``Content-Length``, say).
+    """
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    drop: bool = False
+    close: bool = False
+
+
+#: Close the connection after reading the request, without sending a response.
+DROP = Reply(status=0, drop=True)
+
+#: Status of the answer to a request that found the script empty.
+UNSCRIPTED_STATUS = 418
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A request the server received."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        """The decoded path, without the query."""
+        return urllib.parse.unquote(urllib.parse.urlsplit(self.target).path)
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query parameters (last value wins)."""
+        return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.target).query, True))
+
+    def header(self, name: str) -> str | None:
+        """A request header, by case-insensitive name."""
+        return self.headers.get(name.lower())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    scripted: ScriptedServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.scripted._connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server.scripted._connections.discard(self.connection)
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _handle(self) -> None:
+        body = self._read_body()
+        scripted = self.server.scripted
+        request = Recorded(
+            self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+        )
+        reply = scripted._next(request)
+        if reply.drop:
+            self.close_connection = True
+            return
+        self.send_response(reply.status)
+        headers = {k.lower(): v for k, v in reply.headers.items()}
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if "content-length" not in headers:
+            self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        if self.command != "HEAD" and reply.body:
+            self.wfile.write(reply.body)
+        if reply.close:
+            self.close_connection = True
+
+    do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = _handle
+
+
+class ScriptedServer:
+    """An HTTP server on a free port of 127.0.0.1, answering from a queue of replies.
+
+    A request that finds the queue empty is recorded and answered with status 418, so a test
+    that sends more requests than it scripted fails visibly.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.scripted = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies, answered in order."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Replies not yet sent."""
+        with self._lock:
+            return len(self._replies)
+
+    def _next(self, request: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self._replies:
+                return self._replies.popleft()
+        return Reply(UNSCRIPTED_STATUS, {"Content-Type": "text/plain"}, b"unscripted request")
+
+    def start(self) -> ScriptedServer:
+        """Start serving."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop every open connection."""
+        self._server.shutdown()
+        self._server.server_close()
+        for conn in list(self._connections):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        self._thread.join()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def refused_endpoint() -> tuple[str, socket.socket]:
+    """An endpoint whose port is bound but not listening: connecting is refused at once.
+
+    Keep the returned socket open for as long as the endpoint is used, then close it.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return f"http://127.0.0.1:{sock.getsockname()[1]}", sock
