@@ -32,7 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from logstores.errors import FileAlreadyExistsError, StoreConfigurationError
 from logstores.external import DEFAULT_TTL_SECONDS, ExternalCommitEntry, ExternalCoordinatedLogStore
 from logstores.options import StoreOptions
-from logstores.retry import StoreRetryPolicy, call_with_retries
+from logstores.retry import StoreRetryPolicy, call_with_retries, create_with_retries
 from logstores.s3 import AwsConnection, S3LogStore, aws_errors, error_code, map_aws_error
 
 ATTR_TABLE_PATH = "tablePath"
@@ -237,20 +237,11 @@ class S3DynamoDBLogStore(ExternalCoordinatedLogStore):
             except BotoCoreError as exc:
                 raise map_aws_error(exc, f"DynamoDB put_item {entry.file_path}") from exc
 
-        uncertain = False
+        def ours() -> bool:  # our temp path (a fresh uuid) identifies our attempt
+            stored = self.get_entry(entry.table_path, entry.file_name)
+            return stored is not None and stored.temp_path == entry.temp_path
 
-        def note(exc: Exception) -> None:
-            nonlocal uncertain
-            uncertain = True
-
-        try:
-            call_with_retries(request, self.retry, on_retry=note)
-        except FileAlreadyExistsError:
-            if uncertain:  # an attempt that failed in transit may have been ours
-                stored = self.get_entry(entry.table_path, entry.file_name)
-                if stored is not None and stored.temp_path == entry.temp_path:
-                    return
-            raise
+        create_with_retries(request, self.retry, landed=ours)
 
     def get_entry(self, table_path: str, file_name: str) -> ExternalCommitEntry | None:  # noqa: D102
         response = self._call(

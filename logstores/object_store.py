@@ -19,21 +19,17 @@ Commits carry a unique ``txnId``, so equal bytes mean the same writer.
 
 from __future__ import annotations
 
-import logging
 from abc import abstractmethod
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from logstores.base import FileStatus, LogStore
 from logstores.errors import (
-    FileAlreadyExistsError,
     LogFileNotFoundError,
     StoreConfigurationError,
 )
 from logstores.ranged_reader import open_ranged
-from logstores.retry import StoreRetryPolicy, call_with_retries
-
-log = logging.getLogger(__name__)
+from logstores.retry import StoreRetryPolicy, call_with_retries, create_with_retries
 
 
 class ObjectLogStore(LogStore):
@@ -99,21 +95,11 @@ class ObjectLogStore(LogStore):
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:  # noqa: D102
         key = self.key_of(path)
-        uncertain = False
-
-        def note(exc: Exception) -> None:
-            nonlocal uncertain
-            uncertain = True  # a throttled or failed attempt may still have landed
-
-        try:
-            call_with_retries(
-                lambda: self._put(key, data, if_absent=not overwrite), self.retry, on_retry=note
-            )
-        except FileAlreadyExistsError:
-            if uncertain and self._holds(key, data):
-                log.info("%s: an earlier attempt of this write landed", path)
-                return
-            raise
+        create_with_retries(
+            lambda: self._put(key, data, if_absent=not overwrite),
+            self.retry,
+            landed=lambda: self._holds(key, data),
+        )
 
     def _holds(self, key: str, data: bytes) -> bool:
         try:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from logstores.errors import StoreThrottledError, StoreUnavailableError
+from logstores.errors import FileAlreadyExistsError, StoreThrottledError, StoreUnavailableError
 
 T = TypeVar("T")
 
@@ -67,3 +67,29 @@ def call_with_retries(
                 on_retry(exc)
             sleep(policy.delay(attempt))
             attempt += 1
+
+
+def create_with_retries(
+    create: Callable[[], None], policy: StoreRetryPolicy, landed: Callable[[], bool]
+) -> None:
+    """Run a create-if-absent with retries, without mistaking our own landed attempt for a loss.
+
+    A throttled or failed attempt may still have taken effect; if a later attempt is then
+    refused because the name exists, ``landed()`` decides whether what exists is ours.
+
+    Raises:
+        FileAlreadyExistsError: The name is taken by someone else.
+        LogStoreError: As :func:`call_with_retries`.
+    """
+    retried = False
+
+    def note(exc: Exception) -> None:
+        nonlocal retried
+        retried = True
+
+    try:
+        call_with_retries(create, policy, on_retry=note)
+    except FileAlreadyExistsError:
+        if retried and landed():
+            return
+        raise

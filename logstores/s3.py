@@ -354,11 +354,8 @@ class S3LogStore(ObjectLogStore):
             return cls(client, prefix, bucket, create_mode="check-then-put", retry=retry), root
         return cls(client, prefix, bucket, retry=retry), root
 
-    def _where(self, key: str) -> str:
-        return self.path_of(key)
-
     def _put(self, key: str, data: bytes, *, if_absent: bool) -> None:
-        where = self._where(key)
+        where = self.path_of(key)
         if if_absent and self.create_mode == "check-then-put":
             if self._exists_key(key):
                 raise FileAlreadyExistsError(f"already exists: {where}")
@@ -393,7 +390,7 @@ class S3LogStore(ObjectLogStore):
         return True
 
     def _get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes:
-        where = self._where(key)
+        where = self.path_of(key)
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         if start is not None:
             end = "" if stop is None else str(stop - 1)
@@ -404,13 +401,13 @@ class S3LogStore(ObjectLogStore):
             return data
 
     def _head(self, key: str) -> FileStatus:
-        with aws_errors(f"HEAD {self._where(key)}"):
+        with aws_errors(f"HEAD {self.path_of(key)}"):
             response = self.client.head_object(Bucket=self.bucket, Key=key)
         modified = int(response["LastModified"].timestamp() * 1000)
         return FileStatus(self.path_of(key), int(response["ContentLength"]), modified)
 
     def _delete(self, key: str) -> None:
-        with aws_errors(f"DELETE {self._where(key)}"):
+        with aws_errors(f"DELETE {self.path_of(key)}"):
             self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def _list(self, prefix: str, start_key: str) -> Iterator[FileStatus]:

@@ -9,14 +9,18 @@ failures (throttling, 5xx, dropped connections) that the emulators cannot produc
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -200,3 +204,16 @@ def refused_endpoint() -> tuple[str, socket.socket]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     return f"http://127.0.0.1:{sock.getsockname()[1]}", sock
+
+
+def isolate_cloud_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Keep the machine's cloud settings (profiles, regions, endpoints) out of a test."""
+    prefixes = ("AWS_", "AZURE_", "GOOGLE_", "DELTA_DYNAMO", "STORAGE_EMULATOR")
+    for var in list(os.environ):
+        if var.startswith(prefixes) and var != "AWS_CA_BUNDLE":
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    # google-cloud-storage >= 3.x fetches bucket metadata in a background thread on first use;
+    # that request would race scripted replies.
+    monkeypatch.setenv("DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA", "true")

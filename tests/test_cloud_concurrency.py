@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import multiprocessing
 import re
 import time
 import traceback
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spawned import run_writers
 
 from deltalog import DeltaTable
 from logstores import LogStore, open_store
@@ -130,34 +130,12 @@ def _child(
 
 def _run(uri: str, options: dict[str, str], timeout: float) -> list[Report]:
     """Run the writers, started together; their reports, by writer."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(WRITERS)
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(
-            target=_child,
-            args=(uri, options, w, barrier, results, ROUNDS),
-            name=f"writer-{w}",
-            daemon=True,
-        )
-        for w in range(WRITERS)
-    ]
-    for p in procs:
-        p.start()
-    try:
-        # Drain the queue before joining: a child does not exit until its report is read.
-        reports = [results.get(timeout=timeout) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-    assert [p.exitcode for p in procs] == [0] * WRITERS
-    reports.sort(key=lambda r: r.writer)
-    crashed = {r.writer: r.crashed for r in reports if r.crashed}
-    assert not crashed, "writers crashed:\n" + "\n".join(f"{w}: {t}" for w, t in crashed.items())
-    return reports
+    return run_writers(
+        _child,
+        lambda w, barrier, results: (uri, options, w, barrier, results, ROUNDS),
+        WRITERS,
+        timeout,
+    )
 
 
 # ---------------------------------------------------------------------- reading the log raw

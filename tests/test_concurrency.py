@@ -13,7 +13,6 @@ it added; per failed commit, the exception's class. The parent checks those repo
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import re
 import traceback
@@ -24,6 +23,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pytest
+from spawned import run_writers
 
 from deltalog import AddFile, ConcurrentAppendError, ConcurrentDeleteReadError, DeltaTable, col
 
@@ -198,34 +198,12 @@ def _child(body: Body, root: str, writer: int, barrier: Any, results: Any, round
 
 def _run(body: Body, root: str, writers: int, rounds: int, timeout: float) -> list[Report]:
     """Run ``body`` in ``writers`` processes that start together; their reports, by writer."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(writers)
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(
-            target=_child,
-            args=(body, root, w, barrier, results, rounds),
-            name=f"writer-{w}",
-            daemon=True,
-        )
-        for w in range(writers)
-    ]
-    for p in procs:
-        p.start()
-    try:
-        # Drain the queue before joining: a child does not exit until its report is read.
-        reports = [results.get(timeout=timeout) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-    assert [p.exitcode for p in procs] == [0] * writers
-    reports.sort(key=lambda r: r.writer)
-    crashed = {r.writer: r.crashed for r in reports if r.crashed}
-    assert not crashed, "writers crashed:\n" + "\n".join(f"{w}: {t}" for w, t in crashed.items())
-    return reports
+    return run_writers(
+        _child,
+        lambda w, barrier, results: (body, root, w, barrier, results, rounds),
+        writers,
+        timeout,
+    )
 
 
 # ---------------------------------------------------------------------- reading the result

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +23,14 @@ from azure.core.exceptions import AzureError
 from botocore.exceptions import BotoCoreError, ClientError
 from google.api_core.exceptions import GoogleAPIError
 from google.auth.exceptions import GoogleAuthError
-from scripted_http import DROP, Recorded, Reply, ScriptedServer, refused_endpoint
+from scripted_http import (
+    DROP,
+    Recorded,
+    Reply,
+    ScriptedServer,
+    isolate_cloud_environment,
+    refused_endpoint,
+)
 from servers import harness
 
 import logstores.retry as retry_module
@@ -62,15 +68,7 @@ SDK_ERRORS: tuple[type[BaseException], ...] = (
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    prefixes = ("AWS_", "AZURE_", "GOOGLE_", "STORAGE_EMULATOR")
-    for var in list(os.environ):
-        if var.startswith(prefixes) and var != "AWS_CA_BUNDLE":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
-    # google-cloud-storage >= 3.x fetches bucket metadata in a background thread on first use;
-    # that request would race the scripted replies.
-    monkeypatch.setenv("DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA", "true")
+    isolate_cloud_environment(monkeypatch, tmp_path)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import boto3
 import pyarrow as pa
 import pytest
-from scripted_http import Reply, ScriptedServer
+from scripted_http import Reply, ScriptedServer, isolate_cloud_environment
 from servers import harness
 from servers.fixtures import s3_options
 
@@ -59,14 +58,7 @@ SCHEMA = pa.schema([("id", pa.int64())])
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No cloud settings of the machine leak into the tests (profiles, regions, endpoints)."""
-    prefixes = ("AWS_", "AZURE_", "GOOGLE_", "DELTA_DYNAMO", "STORAGE_EMULATOR")
-    for var in list(os.environ):
-        if var.startswith(prefixes) and var != "AWS_CA_BUNDLE":
-            monkeypatch.delenv(var)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
-    monkeypatch.setenv("DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA", "true")
+    isolate_cloud_environment(monkeypatch, tmp_path)
 
 
 @pytest.fixture
