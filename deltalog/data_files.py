@@ -12,7 +12,7 @@ from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, read_footer
 from deltalog.storage import TableStorage, storage_errors
-from logstores import scheme_of
+from logstores import FileStatus, LogFileNotFoundError, scheme_of
 from logstores.local import local_path_from_uri
 
 
@@ -43,6 +43,66 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
     return encode_path(relative), relative, storage.data_file(relative)
 
 
+def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileStatus]]:
+    """The data files behind ``paths``: a file stays, a directory becomes the files under it.
+
+    Returns:
+        ``(path, status)`` per data file: a given file path as given, a file found in a
+        directory as its location on the store.
+
+    A directory is read the way Spark reads an output directory: names starting with ``.``, or
+    with ``_`` unless they hold ``=`` (``_SUCCESS``, ``_temporary``, ``_delta_log``), and
+    ``.crc`` checksums are skipped, at any depth. A directory still holding ``_temporary``
+    belongs to a Spark job that has not committed, and the table root itself is refused: its
+    files include ones the table removed, which must not come back.
+
+    Raises:
+        InvalidPathError: A path escapes the table, is the table root, or is an uncommitted
+            Spark output directory.
+        LogFileNotFoundError: A path is neither a file nor a directory with data files.
+    """
+    out: list[tuple[str, FileStatus]] = []
+    for given in paths:
+        _, relative, location = resolve(storage, given)
+        try:
+            with storage_errors(f"cannot read {location}"):
+                out.append((given, storage.store.stat(location)))
+            continue
+        except LogFileNotFoundError:
+            pass
+        if location.rstrip("/") == storage.root.rstrip("/") or not relative.strip("/"):
+            raise InvalidPathError(
+                f"{given!r} is the table root; register the directory a Spark job wrote to "
+                "(e.g. <table>/batch-0001), not the table itself"
+            )
+        with storage_errors(f"cannot list {location}"):
+            listed = list(storage.store.list_tree(location))
+        base = location.rstrip("/") + "/"
+        found = []
+        for status in listed:
+            below = status.path[len(base) :].split("/")
+            if "_temporary" in below[:-1]:
+                raise InvalidPathError(
+                    f"{given!r} holds a _temporary directory: the Spark job writing it has not "
+                    "committed (or failed); register it after the job succeeds"
+                )
+            if not any(_hidden(segment) for segment in below):
+                found.append((status.path, status))
+        if not found:
+            raise LogFileNotFoundError(f"no data files under {given!r}")
+        out.extend(found)
+    return out
+
+
+def _hidden(name: str) -> bool:
+    """Whether Spark's file listing ignores ``name`` (markers, checksums, staging)."""
+    return (
+        name.startswith(".")
+        or (name.startswith("_") and "=" not in name)
+        or name.endswith((".crc", "._COPYING_"))
+    )
+
+
 def _location(uri: str) -> str:
     """``uri`` in its store's notation: a filesystem path for local files, else the URI."""
     if scheme_of(uri) == "file":
@@ -54,14 +114,15 @@ def _location(uri: str) -> str:
 def describe(
     storage: TableStorage,
     snapshot: Snapshot,
-    paths: Iterable[str],
+    files: Iterable[tuple[str, FileStatus]],
     *,
     data_change: bool,
     metadata: Metadata | None = None,
 ) -> list[AddFile]:
     """``add`` actions for Parquet files, with statistics and partition values from each file.
 
-    Every file is checked (schema against the table, partition values from Hive-style
+    Directories must already be expanded (:func:`expand`). Every file is checked
+    (schema against the table, partition values from Hive-style
     directories) before any action is returned. ``metadata`` (a change staged in the same
     transaction) replaces the snapshot's schema, partitioning and configuration.
 
@@ -85,15 +146,13 @@ def describe(
     seen: set[str] = set()
     adds = []
     store = storage.store
-    for given in paths:
+    for given, status in files:
         action_path, relative, location = resolve(storage, given)
         if action_path in seen:
             raise DuplicateFileError(f"{given!r} is given more than once")
         seen.add(action_path)
-        with storage_errors(f"cannot read {location}"):
-            status = store.stat(location)
-            with store.open_input(location) as fh:
-                footer = read_footer(fh, location)
+        with storage_errors(f"cannot read {location}"), store.open_input(location) as fh:
+            footer = read_footer(fh, location)
         adds.append(
             build_add(
                 action_path=action_path,

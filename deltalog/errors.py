@@ -166,6 +166,18 @@ class InvalidPredicateError(InvalidInputError):
     """A partition predicate names a column that is not a partition column, or a bad value."""
 
 
+class ReplaceWhereMismatchError(InvalidPredicateError):
+    """Data written by an overwrite with a predicate (``replace_where``) falls outside it."""
+
+
+class SparkWriteError(DeltaLogError):
+    """The Spark job writing a DataFrame's files failed; nothing was committed.
+
+    The Spark exception is the ``__cause__``. Files that finished before the failure are not
+    referenced by the log (readers never see them); they are left for cleanup.
+    """
+
+
 class TransactionClosedError(DeltaLogError):
     """A transaction was used after it committed, failed or was abandoned."""
 

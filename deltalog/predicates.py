@@ -10,9 +10,11 @@ Build predicates with :func:`col`::
     col("region").isin(["eu", "us"]) & (col("day") >= 10)
     (col("y") < 2020) | col("y").is_null()
 
-or pass the shorthand forms :func:`as_predicate` accepts: ``{"date": "2024-01-01"}`` (AND of
-equalities, ``None`` meaning IS NULL), a list of ``(column, op, value)`` tuples (AND), or a list of
-such lists (OR of ANDs), as in pyarrow's and delta-rs's filters.
+or pass the shorthand forms :func:`as_predicate` accepts: SQL text such as
+``"date = '2024-01-01' AND region IN ('eu', 'us')"`` (see :mod:`deltalog.predicate_sql`),
+``{"date": "2024-01-01"}`` (AND of equalities, ``None`` meaning IS NULL), a list of
+``(column, op, value)`` tuples (AND), or a list of such lists (OR of ANDs), as in pyarrow's and
+delta-rs's filters.
 
 Comparisons follow SQL: values are compared as the column's type (a date as a date, ``10 > 9``
 for an int column), and a null partition value makes a comparison unknown, which does not match.
@@ -259,23 +261,28 @@ def col(name: str) -> Column:
 
 
 Filters: TypeAlias = Sequence[tuple[str, str, Any]] | Sequence[Sequence[tuple[str, str, Any]]]
-PredicateLike: TypeAlias = Predicate | Mapping[str, Any] | Filters
+PredicateLike: TypeAlias = Predicate | str | Mapping[str, Any] | Filters
 
 
 def as_predicate(given: PredicateLike) -> Predicate:
     """Turn any accepted predicate form into a :class:`Predicate`.
 
     Raises:
-        InvalidPredicateError: The form or an operator is not recognised.
+        InvalidPredicateError: The form or an operator is not recognised, or SQL text does not
+            parse.
     """
     if isinstance(given, Predicate):
         return given
     if isinstance(given, Column):
         raise InvalidPredicateError(f"{given.name!r} is a column, not a predicate")
+    if isinstance(given, str):
+        from deltalog.predicate_sql import parse_predicate  # the parser builds these classes
+
+        return parse_predicate(given)
     if isinstance(given, Mapping):
         terms: list[Predicate] = [col(str(k)) == v for k, v in given.items()]
         return _fold(terms, And) if terms else TRUE
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+    if isinstance(given, bytes) or not isinstance(given, Sequence):
         raise InvalidPredicateError(f"not a predicate: {given!r}")
     if not given:
         return TRUE

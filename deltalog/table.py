@@ -20,7 +20,7 @@ from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
     InvalidInputError,
-    InvalidPredicateError,
+    ReplaceWhereMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
     TimestampOutOfRangeError,
@@ -328,14 +328,19 @@ class DeltaTable:
     def append_files(self, paths: Iterable[str], *, data_change: bool = True) -> int:
         """Commit existing Parquet files as a blind append; returns the new version.
 
-        Paths are relative to the table root, or absolute URIs on the table's store. Every file
-        is checked (schema, partition values from Hive-style directories) before anything is
-        written. Appends never conflict with each other.
+        Paths are relative to the table root, or absolute URIs on the table's store. A directory
+        stands for the data files under it, read as Spark reads an output directory (markers
+        such as ``_SUCCESS``, ``.crc`` checksums and hidden files skipped; Hive-style
+        ``col=value`` subdirectories give partition values), so the output of
+        ``df.write.parquet(...)`` becomes one commit. Every file is checked (schema, partition
+        values from Hive-style directories) before anything is written. Appends never conflict
+        with each other.
 
         Raises:
             SchemaMismatchError: A file's columns do not fit the table.
             PartitionValueError: A file's directories do not give valid partition values.
-            InvalidPathError: A path escapes the table or is on another store.
+            InvalidPathError: A path escapes the table or is on another store, is the table root,
+                or is a Spark output directory whose job has not committed (``_temporary``).
             DuplicateFileError: A path is given twice or is already in the table.
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             MetadataChangedError, ProtocolChangedError: A concurrent commit changed the table.
@@ -355,7 +360,7 @@ class DeltaTable:
 
         Raises:
             AppendOnlyError: The table is append-only.
-            InvalidPredicateError: A new file does not satisfy ``where``.
+            ReplaceWhereMismatchError: A new file does not satisfy ``where``.
             ConcurrentAppendError, ConcurrentDeleteReadError: A concurrent commit changed the
                 files this overwrite replaces.
             Same as :meth:`append_files` otherwise.
@@ -377,7 +382,7 @@ class DeltaTable:
             )
             for add, ok in zip(adds, matches(predicate, table).to_pylist(), strict=True):
                 if not ok:
-                    raise InvalidPredicateError(
+                    raise ReplaceWhereMismatchError(
                         f"{add.path} (partition {add.partition_values}) does not satisfy the "
                         f"overwrite predicate {predicate}"
                     )

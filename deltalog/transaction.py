@@ -42,7 +42,7 @@ from deltalog.conflicts import (
     WinningCommit,
     check_winner,
 )
-from deltalog.data_files import describe
+from deltalog.data_files import describe, expand
 from deltalog.errors import (
     AppendOnlyError,
     CommitAttemptsExhaustedError,
@@ -68,7 +68,7 @@ from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType, as_struct
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
-from logstores import LogFileNotFoundError
+from logstores import FileStatus, LogFileNotFoundError
 
 _log = logging.getLogger(__name__)
 
@@ -268,8 +268,11 @@ class Transaction:
             InvalidPathError: A path escapes the table or is on another store.
         """
         self._check_open()
-        items = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
-        paths = [f for f in items if isinstance(f, str)]
+        given = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
+        items: list[tuple[str, FileStatus] | AddFile | AddCDCFile] = []
+        for one in given:  # a directory stands for the data files under it
+            items.extend(expand(self._storage, [one]) if isinstance(one, str) else [one])
+        paths = [f for f in items if isinstance(f, tuple)]
         described = (
             describe(
                 self._storage,
@@ -288,7 +291,7 @@ class Transaction:
             if isinstance(item, AddCDCFile):
                 self._cdc.append(item)
                 continue
-            if isinstance(item, str):
+            if isinstance(item, tuple):
                 add = next(described_iter)
             elif isinstance(item, AddFile):
                 self._check_partition_values(item.partition_values, item.path)

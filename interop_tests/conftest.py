@@ -24,4 +24,7 @@ from servers.fixtures import (  # noqa: E402
     moto_server,
 )
 
-__all__ = ["azurite_server", "cloud_table", "gcs_server", "moto_server"]
+# PySpark sessions: plain, and with delta-spark's jars where they can be had.
+from sparkutil import delta_spark, spark  # noqa: E402
+
+__all__ = ["azurite_server", "cloud_table", "delta_spark", "gcs_server", "moto_server", "spark"]

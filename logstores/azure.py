@@ -256,10 +256,17 @@ class AzureLogStore(ObjectLogStore):
         with contextlib.suppress(LogFileNotFoundError), azure_errors(f"DELETE {self.path_of(key)}"):
             self.container.delete_blob(key)
 
-    def _list(self, prefix: str, start_key: str) -> Iterator[FileStatus]:
+    def _list(
+        self, prefix: str, start_key: str, *, recursive: bool = False
+    ) -> Iterator[FileStatus]:
         out: list[FileStatus] = []
         with azure_errors(f"LIST {self.path_of(prefix)}"):
-            for item in self.container.walk_blobs(name_starts_with=prefix, delimiter="/"):
+            items = (
+                self.container.list_blobs(name_starts_with=prefix)
+                if recursive
+                else self.container.walk_blobs(name_starts_with=prefix, delimiter="/")
+            )
+            for item in items:
                 if isinstance(item, BlobPrefix):
                     continue
                 if item.name != prefix and item.name >= start_key:

@@ -86,6 +86,17 @@ class LogStore(ABC):
         """
 
     @abstractmethod
+    def list_tree(self, path: str) -> Iterator[FileStatus]:
+        """List every file under the directory ``path``, subdirectories included, sorted by path.
+
+        Used to find data files (a Spark output directory), never for the log itself.
+
+        Raises:
+            LogFileNotFoundError: Nothing exists under ``path``.
+            LogStoreError: Any other storage failure.
+        """
+
+    @abstractmethod
     def delete(self, path: str) -> None:
         """Delete a file; deleting a missing file is not an error.
 

@@ -302,6 +302,9 @@ class ExternalCoordinatedLogStore(LogStore):
         self.fix(entry)
         return True
 
+    def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
+        return self.objects.list_tree(path)
+
     def delete(self, path: str) -> None:  # noqa: D102
         self.objects.delete(path)
 

@@ -204,13 +204,15 @@ class GCSLogStore(ObjectLogStore):
         with contextlib.suppress(LogFileNotFoundError), gcs_errors(f"DELETE {self.path_of(key)}"):
             self.bucket.blob(key).delete(retry=None)
 
-    def _list(self, prefix: str, start_key: str) -> Iterator[FileStatus]:
+    def _list(
+        self, prefix: str, start_key: str, *, recursive: bool = False
+    ) -> Iterator[FileStatus]:
         out: list[FileStatus] = []
         with gcs_errors(f"LIST {self.path_of(prefix)}"):
             blobs = self.client.list_blobs(
                 self.bucket,
                 prefix=prefix,
-                delimiter="/",
+                delimiter=None if recursive else "/",
                 start_offset=start_key if start_key > prefix else None,
                 retry=None,
             )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO
@@ -106,6 +108,22 @@ class LocalLogStore(LogStore):
                 continue
             yield FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000)
 
+    def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
+        found: list[FileStatus] = []
+        with _mapped(path):
+            if not os.path.isdir(path):
+                raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+            for directory, _, names in os.walk(path, onerror=_reraise):
+                for name in names:
+                    full = os.path.join(directory, name)
+                    try:
+                        st = os.stat(full)
+                    except FileNotFoundError:  # deleted during the walk
+                        continue
+                    found.append(FileStatus(full, st.st_size, st.st_mtime_ns // 1_000_000))
+        found.sort(key=lambda s: s.path)
+        yield from found
+
     def delete(self, path: str) -> None:  # noqa: D102
         with _mapped(path), contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -113,6 +131,8 @@ class LocalLogStore(LogStore):
     def stat(self, path: str) -> FileStatus:  # noqa: D102
         with _mapped(path):
             st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):  # a directory is not a file, as on object stores
+                raise FileNotFoundError(errno.EISDIR, "is a directory", path)
         return FileStatus(path, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def local_path(self, path: str) -> str | None:  # noqa: D102
@@ -129,6 +149,10 @@ def _fsync_dir(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _reraise(exc: OSError) -> None:
+    raise exc
 
 
 @contextlib.contextmanager

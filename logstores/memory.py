@@ -58,6 +58,15 @@ class MemoryLogStore(LogStore):
             if name >= start:
                 yield FileStatus(full, len(data), mtime)
 
+    def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
+        prefix = path.rstrip("/") + "/"
+        with self._lock:
+            under = sorted((p, v) for p, v in self._files.items() if p.startswith(prefix))
+        if not under:
+            raise LogFileNotFoundError(f"not found: {path}")
+        for full, (data, mtime) in under:
+            yield FileStatus(full, len(data), mtime)
+
     def delete(self, path: str) -> None:  # noqa: D102
         with self._lock:
             self._files.pop(path, None)

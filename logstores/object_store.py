@@ -7,7 +7,8 @@ SDK's exceptions to the :mod:`logstores.errors` tree:
   when the key exists (``If-None-Match: *``, ``ifGenerationMatch=0``), raising
   :class:`~logstores.errors.FileAlreadyExistsError`.
 * ``_get(key, start, stop)``, ``_head(key)``, ``_delete(key)``,
-* ``_list(prefix, start_key)``: objects directly under ``prefix`` (not in "subdirectories")
+* ``_list(prefix, start_key, recursive)``: objects directly under ``prefix`` (with
+  ``recursive``, also those in "subdirectories")
   whose keys sort at or after ``start_key``, in key order;
 * ``_any_under(prefix)``: whether any object exists under ``prefix``, at any depth.
 
@@ -66,7 +67,9 @@ class ObjectLogStore(LogStore):
     def _delete(self, key: str) -> None: ...
 
     @abstractmethod
-    def _list(self, prefix: str, start_key: str) -> Iterator[FileStatus]: ...
+    def _list(
+        self, prefix: str, start_key: str, *, recursive: bool = False
+    ) -> Iterator[FileStatus]: ...
 
     @abstractmethod
     def _any_under(self, prefix: str) -> bool: ...
@@ -114,6 +117,16 @@ class ObjectLogStore(LogStore):
         if not entries and not self._has_any(prefix):
             raise LogFileNotFoundError(f"not found: {self.path_of(prefix)}")
         yield from entries
+
+    def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
+        directory = self.key_of(path).rstrip("/")
+        prefix = f"{directory}/" if directory else ""
+        entries = call_with_retries(
+            lambda: list(self._list(prefix, prefix, recursive=True)), self.retry
+        )
+        if not entries:
+            raise LogFileNotFoundError(f"not found: {self.path_of(prefix)}")
+        yield from sorted(entries, key=lambda s: s.path)
 
     def _has_any(self, prefix: str) -> bool:
         """Whether anything at all lies under ``prefix`` (object stores have no directories)."""

@@ -410,8 +410,12 @@ class S3LogStore(ObjectLogStore):
         with aws_errors(f"DELETE {self.path_of(key)}"):
             self.client.delete_object(Bucket=self.bucket, Key=key)
 
-    def _list(self, prefix: str, start_key: str) -> Iterator[FileStatus]:
-        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "Delimiter": "/"}
+    def _list(
+        self, prefix: str, start_key: str, *, recursive: bool = False
+    ) -> Iterator[FileStatus]:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+        if not recursive:
+            kwargs["Delimiter"] = "/"
         if start_key > prefix and _steppable(start_key[-1]):
             # StartAfter is exclusive: start just below start_key and filter.
             kwargs["StartAfter"] = start_key[:-1] + chr(ord(start_key[-1]) - 1)

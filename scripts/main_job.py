@@ -1,7 +1,15 @@
-"""The main job: build a partitioned Delta table on local disk from Parquet files and show it.
+"""The main job: a PySpark pipeline committing into a local, partitioned Delta table.
 
-Until the Spark pipeline lands (issue 6), the "engine" is pyarrow writing Parquet files into
-Hive-style partition directories; deltalog commits them, and delta-rs reads the result back.
+On Spark ``local[2]`` it:
+
+1. creates a table partitioned by ``day`` from a first batch;
+2. runs two writers at once, released together by a barrier: a streaming-style appender that
+   commits micro-batches for today (idempotent through ``app_id``/``app_version``; one batch is
+   deliberately re-sent and skipped) and a backfill that rewrites the three previous days one by
+   one with ``replace_where``. They touch different partitions, so neither ever conflicts;
+3. registers the output of a plain ``df.write.parquet(...)`` job as one more commit;
+4. prints the history, the checkpoint, and the row counts per partition from the log's stats;
+5. reads the table back with delta-rs and checks it sees exactly the same counts.
 """
 
 from __future__ import annotations
@@ -10,47 +18,107 @@ import argparse
 import datetime as dt
 import os
 import shutil
-import uuid
+import sys
+import threading
+import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import orjson
 
 from deltalog import DeltaTable
-from deltalog.partitions import hive_partition_dir
+from deltalog.spark import write
 
-SCHEMA = pa.schema(
-    [
-        ("event_id", pa.int64()),
-        ("user", pa.string()),
-        ("amount", pa.decimal128(10, 2)),
-        ("at", pa.timestamp("us", tz="UTC")),
-        ("day", pa.date32()),
-        ("region", pa.string()),
-    ]
-)
+TODAY = dt.date(2026, 11, 21)
+BACKFILL_DAYS = [TODAY - dt.timedelta(days=n) for n in (3, 2, 1)]
+STREAM_BATCHES = 12
+ROWS_PER_BATCH = 5_000
+ROWS_PER_BACKFILL_DAY = 20_000
+APP_ID = "events-stream"
 
 
-def write_batch(root: Path, day: dt.date, region: str, first_id: int, rows: int) -> str:
-    """Write one Parquet file into its partition directory; return its relative path."""
-    rel_dir = hive_partition_dir({"day": day.isoformat(), "region": region})
-    (root / rel_dir).mkdir(parents=True, exist_ok=True)
-    rel = f"{rel_dir}/part-{uuid.uuid4()}.snappy.parquet"
-    base = dt.datetime.combine(day, dt.time(), dt.UTC)
-    table = pa.table(
-        {
-            "event_id": pa.array(range(first_id, first_id + rows), pa.int64()),
-            "user": [f"user-{i % 7}" if i % 11 else None for i in range(rows)],
-            "amount": pa.array([None] * 0 + [i * 1.25 for i in range(rows)]).cast(
-                pa.decimal128(10, 2)
-            ),
-            "at": pa.array(
-                [base + dt.timedelta(minutes=i) for i in range(rows)], pa.timestamp("us", tz="UTC")
-            ),
-        }
+def log(who: str, message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] [{who}] {message}", flush=True)
+
+
+def spark_session() -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltalog-main-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
     )
-    pq.write_table(table, root / rel, compression="snappy")
-    return rel
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def events(spark: Any, day: dt.date, first_id: int, rows: int, source: str) -> Any:
+    """``rows`` synthetic events for ``day``, ids from ``first_id``."""
+    from pyspark.sql import functions as F
+
+    start = dt.datetime.combine(day, dt.time(), dt.UTC)
+    return spark.range(first_id, first_id + rows, numPartitions=2).select(
+        F.col("id").alias("event_id"),
+        F.concat(F.lit("user-"), (F.col("id") % 97).cast("string")).alias("user"),
+        F.when(F.col("id") % 13 == 0, None)
+        .otherwise((F.col("id") % 1000) * F.lit(1.25))
+        .cast("decimal(10,2)")
+        .alias("amount"),
+        (F.lit(int(start.timestamp())) + F.col("id") % 86_400).cast("timestamp").alias("at"),
+        F.lit(source).alias("source"),
+        F.lit(day).alias("day"),
+    )
+
+
+def streamer(spark: Any, uri: str, barrier: threading.Barrier, errors: list[BaseException]) -> None:
+    try:
+        barrier.wait()
+        for batch in range(1, STREAM_BATCHES + 1):
+            df = events(spark, TODAY, 1_000_000 + batch * ROWS_PER_BATCH, ROWS_PER_BATCH, "stream")
+            result = write(df, uri, app_id=APP_ID, app_version=batch)
+            log("stream", f"micro-batch {batch:>2} -> v{result.version} ({result.rows} rows)")
+            if batch == 5:  # the driver crashed after committing, and the batch is re-sent
+                again = write(df, uri, app_id=APP_ID, app_version=batch)
+                log("stream", f"micro-batch {batch:>2} re-sent -> skipped={again.skipped}")
+                assert again.skipped
+    except BaseException as exc:
+        errors.append(exc)
+        raise
+
+
+def backfill(spark: Any, uri: str, barrier: threading.Barrier, errors: list[BaseException]) -> None:
+    try:
+        barrier.wait()
+        for n, day in enumerate(BACKFILL_DAYS):
+            df = events(
+                spark, day, 5_000_000 + n * ROWS_PER_BACKFILL_DAY, ROWS_PER_BACKFILL_DAY, "backfill"
+            )
+            result = write(df, uri, mode="overwrite", replace_where=f"day = '{day}'")
+            log(
+                "backfill",
+                f"day {day} replaced -> v{result.version} ({result.rows} rows, "
+                f"{result.files_removed} files replaced)",
+            )
+    except BaseException as exc:
+        errors.append(exc)
+        raise
+
+
+def counts_from_log(table: DeltaTable) -> Counter[str]:
+    """Rows per ``day`` partition, from the ``numRecords`` stats of the live files."""
+    files = table.files().select(["partition_values", "stats"]).to_pylist()
+    out: Counter[str] = Counter()
+    for f in files:
+        day = dict(f["partition_values"])["day"]
+        out[str(day)] += int(orjson.loads(f["stats"])["numRecords"])
+    return out
 
 
 def main() -> None:
@@ -59,44 +127,82 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(args.table).resolve()
     if root.exists():
-        print(f"[main] removing the previous demo table at {root}")
+        log("main", f"removing the previous demo table at {root}")
         shutil.rmtree(root)
+    uri = str(root)
 
-    table = DeltaTable.create(str(root), SCHEMA, partition_by=["day", "region"])
-    print(f"[main] created {root} at version {table.version()}")
-    next_id = 0
-    days = [dt.date(2026, 11, d) for d in (18, 19, 20)]
-    for day in days:
-        paths = []
-        for region in ("eu west", "us/east", "ünï"):
-            paths.append(write_batch(root, day, region, next_id, 500))
-            next_id += 500
-        version = table.append_files(paths)
-        print(f"[main] appended {len(paths)} files for {day} -> version {version}")
+    log("main", "starting Spark (local[2])")
+    spark = spark_session()
 
-    # Backfill: rewrite the whole table as two compacted files.
-    compacted = [write_batch(root, days[0], "eu west", 10_000, 1500)]
-    version = table.overwrite_files(compacted)
-    print(f"[main] overwrite with {len(compacted)} file(s) -> version {version}")
-
-    print("\n[main] history (newest first):")
-    for entry in table.history():
-        print(f"  v{entry['version']:<3} {entry['operation']:<13} {entry['operationParameters']}")
-    files = table.files()
-    print(f"\n[main] {files.num_rows} live files, {sum(files.column('size').to_pylist())} bytes")
-
-    try:
-        import deltalake
-    except ImportError:
-        print("[main] delta-rs (deltalake) not installed; skipping the read-back")
-        return
-    rows = deltalake.DeltaTable(str(root)).to_pyarrow_table()
-    print(
-        f"[main] delta-rs reads version {deltalake.DeltaTable(str(root)).version()}: "
-        f"{rows.num_rows} rows"
+    # 1. The table: created by the first write, from the DataFrame's schema.
+    first = events(spark, BACKFILL_DAYS[0], 0, 30_000, "initial").unionByName(
+        events(spark, BACKFILL_DAYS[1], 30_000, 30_000, "initial")
     )
-    assert rows.num_rows == 1500, rows.num_rows
-    os.sync()
+    result = write(first, uri, partition_by=["day"])
+    log("main", f"created {uri}; initial load -> v{result.version} ({result.rows} rows)")
+
+    # 2. Two concurrent writers.
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+    threads = [
+        threading.Thread(target=streamer, args=(spark, uri, barrier, errors), name="stream"),
+        threading.Thread(target=backfill, args=(spark, uri, barrier, errors), name="backfill"),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit(f"a writer failed: {errors[0]!r}")
+
+    # 3. A plain Spark Parquet job's output, registered as one commit.
+    legacy_dir = root / "import-0001"
+    events(spark, TODAY, 9_000_000, 2_500, "import").write.partitionBy("day").parquet(
+        str(legacy_dir)
+    )
+    table = DeltaTable(uri)
+    version = table.append_files([str(legacy_dir)])
+    log("main", f"registered the Spark output {legacy_dir.name}/ -> v{version}")
+
+    # 4. What the log says.
+    table = DeltaTable(uri)
+    print("\nhistory (newest first):")
+    for entry in table.history():
+        metrics = entry.get("operationMetrics") or {}
+        print(
+            f"  v{entry['version']:<3} {entry['operation']:<13} "
+            f"{orjson.dumps(entry.get('operationParameters') or {}).decode():<72} "
+            f"rows={metrics.get('numOutputRows', '-')}"
+        )
+    checkpoint = orjson.loads((root / "_delta_log" / "_last_checkpoint").read_bytes())
+    print(f"\ncheckpoint: version {checkpoint['version']} ({checkpoint.get('size')} actions)")
+    expected = counts_from_log(table)
+    print(f"\nrows per partition at v{table.version()} (from the log's stats):")
+    for day in sorted(expected):
+        print(f"  day={day}  {expected[day]:>7,}")
+    print(f"  total       {sum(expected.values()):>7,}")
+
+    want = {str(d): ROWS_PER_BACKFILL_DAY for d in BACKFILL_DAYS}
+    want[str(TODAY)] = STREAM_BATCHES * ROWS_PER_BATCH + 2_500
+    assert expected == want, (expected, want)
+
+    # 5. delta-rs reads the same table.
+    import deltalake
+    import pyarrow.compute as pc
+
+    theirs = deltalake.DeltaTable(uri)
+    rows = theirs.to_pyarrow_table(columns=["day"])
+    seen = {
+        str(r["values"]): r["counts"]
+        for r in pc.value_counts(rows.column("day").combine_chunks()).to_pylist()
+    }
+    print(f"\ndelta-rs reads version {theirs.version()}: {rows.num_rows:,} rows")
+    for day in sorted(seen):
+        print(f"  day={day}  {seen[day]:>7,}")
+    assert theirs.version() == table.version()
+    assert seen == dict(expected), (seen, expected)
+    print("\ndelta-rs sees exactly the row counts deltalog committed.")
+    spark.stop()
 
 
 if __name__ == "__main__":

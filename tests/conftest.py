@@ -113,3 +113,7 @@ STORE_BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], StoreUnderTest
 def log_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
     """One log store per backend, with an empty base location."""
     return STORE_BACKENDS[request.param](request, tmp_path)
+
+
+# PySpark sessions (plain and delta-spark), shared with interop_tests/.
+from sparkutil import delta_spark, spark  # noqa: E402, F401

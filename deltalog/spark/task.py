@@ -1,0 +1,274 @@
+"""The executor side of a Spark write: Arrow batches in, Parquet data files and their stats out.
+
+Each Spark task receives its rows as Arrow record batches (``DataFrame.mapInArrow``), splits
+them by partition value, and writes each partition's rows straight into the table directory
+under a fresh name (``<col>=<value>/part-<task>-<uuid>.c000.<codec>.parquet``), as delta-spark's
+commit protocol does: no staging directory, no rename, nothing visible until the driver commits
+the files to the log. Statistics come from the footer of each written file; the task returns
+one small row per file, and only those rows travel to the driver.
+
+Nothing here imports Spark: the functions run inside Python workers and are testable alone.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from deltalog.partitions import hive_partition_dir, serialize_partition_value
+from deltalog.paths import encode_path
+from deltalog.schema import StructType
+from deltalog.stats import FooterInfo, compute_stats
+from logstores import LogStore, open_store
+
+#: Spark DDL of the rows a task returns, one per data file.
+RESULT_DDL = (
+    "path string, partition_values string, size long, modification_time long, "
+    "stats string, num_records long"
+)
+RESULT_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("partition_values", pa.string()),
+        ("size", pa.int64()),
+        ("modification_time", pa.int64()),
+        ("stats", pa.string()),
+        ("num_records", pa.int64()),
+    ]
+)
+#: Spark's codec names mapped to pyarrow's, and the infix Spark puts in file names.
+CODECS = {
+    "snappy": ("snappy", ".snappy"),
+    "zstd": ("zstd", ".zstd"),
+    "gzip": ("gzip", ".gz"),
+    "lz4": ("lz4", ".lz4"),
+    "lz4_raw": ("lz4", ".lz4raw"),
+    "brotli": ("brotli", ".br"),
+    "uncompressed": ("none", ""),
+    "none": ("none", ""),
+}
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """Everything a task needs, shipped from the driver (picklable, no Spark objects).
+
+    Attributes:
+        uri: The table URI.
+        storage_options: Options for the table's store (credentials, endpoints).
+        partition_schema: Delta schema JSON of the partition columns, in partition order.
+        data_columns: The columns written into the files, in order.
+        num_indexed_cols: ``delta.dataSkippingNumIndexedCols``.
+        codec: A key of :data:`CODECS`.
+        max_records_per_file: Start a new file after this many rows (0: no limit).
+        row_group_rows: Rows buffered per partition before a row group is written.
+        max_file_bytes: Start a new file once this many bytes are written (files for object
+            stores are assembled in memory before their single upload).
+    """
+
+    uri: str
+    storage_options: dict[str, str] = field(default_factory=dict)
+    partition_schema: str = '{"type":"struct","fields":[]}'
+    data_columns: tuple[str, ...] = ()
+    num_indexed_cols: int = 32
+    codec: str = "snappy"
+    max_records_per_file: int = 0
+    row_group_rows: int = 1 << 20
+    max_file_bytes: int = 512 << 20
+
+
+def write_task(plan: TaskPlan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Write one task's rows as data files; yield one batch describing them.
+
+    Raises:
+        PartitionValueError: A partition value cannot be serialised (non-UTF-8 binary).
+        logstores.LogStoreError: Writing a file failed.
+    """
+    task_id, attempt = _task_identity()
+    partition_schema = StructType.from_json_string(plan.partition_schema)
+    columns = [f.name for f in partition_schema.fields]
+    store, root = open_store(plan.uri, plan.storage_options or None)
+    open_files: dict[tuple[str | None, ...], _DataFile] = {}
+    done: list[dict[str, Any]] = []
+    prefix = f"part-{task_id:05d}-{uuid.uuid4()}-a{attempt}"
+    counter = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        for key, rows in _split(_utc(batch), columns, partition_schema):
+            data = rows.select(list(plan.data_columns))
+            start = 0
+            while start < data.num_rows:
+                current = open_files.get(key)
+                if current is None:
+                    current = _DataFile(store, root, plan, columns, key, f"{prefix}.c{counter:03d}")
+                    counter += 1
+                    open_files[key] = current
+                take = current.room(data.num_rows - start)
+                current.write(data.slice(start, take))
+                start += take
+                if current.full():
+                    done.append(current.close())
+                    del open_files[key]
+    for current in open_files.values():
+        done.append(current.close())
+    yield pa.RecordBatch.from_pylist(done, schema=RESULT_SCHEMA)
+
+
+def _task_identity() -> tuple[int, int]:
+    """(partition id, attempt number) of the running Spark task; (0, 0) outside Spark."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover - only without pyspark
+        return 0, 0
+    context = TaskContext.get()
+    if context is None:
+        return 0, 0
+    return context.partitionId(), context.attemptNumber()
+
+
+def _utc(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Spark hands timestamps over in the session time zone; they are UTC instants, say so."""
+    fields = []
+    arrays = []
+    changed = False
+    for f, array in zip(batch.schema, batch.columns, strict=True):
+        if pa.types.is_timestamp(f.type) and f.type.tz is not None and f.type.tz != "UTC":
+            target = pa.timestamp(f.type.unit, tz="UTC")
+            array = array.cast(target)
+            f = f.with_type(target)
+            changed = True
+        fields.append(f)
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)) if changed else batch
+
+
+def _split(
+    batch: pa.RecordBatch, columns: list[str], schema: StructType
+) -> Iterator[tuple[tuple[str | None, ...], pa.RecordBatch]]:
+    """The batch's rows grouped by partition value: (serialised values, rows) per partition."""
+    if not columns:
+        yield (), batch
+        return
+    codes = []
+    dictionaries = []
+    for name in columns:
+        encoded = pc.dictionary_encode(batch.column(name), null_encoding="encode")
+        codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        dictionaries.append(encoded.dictionary)
+    groups, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    ordered = batch.take(pa.array(order))
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=len(groups)))))
+    for g, group in enumerate(groups):
+        key = tuple(
+            _serialize(dictionaries[i][int(code)].as_py(), schema, name)
+            for i, (name, code) in enumerate(zip(columns, group, strict=True))
+        )
+        start, stop = int(offsets[g]), int(offsets[g + 1])
+        yield key, ordered.slice(start, stop - start)
+
+
+def _serialize(value: Any, schema: StructType, name: str) -> str | None:
+    text = serialize_partition_value(value, schema.field(name).type)
+    return None if text == "" else text  # Spark writes an empty partition value as null
+
+
+class _DataFile:
+    """One data file being written: buffered row groups, then a footer and a result row."""
+
+    def __init__(
+        self,
+        store: LogStore,
+        root: str,
+        plan: TaskPlan,
+        columns: list[str],
+        key: tuple[str | None, ...],
+        stem: str,
+    ) -> None:
+        codec, infix = CODECS[plan.codec]
+        values = dict(zip(columns, key, strict=True))
+        directory = hive_partition_dir(values)
+        name = f"{stem}{infix}.parquet"
+        self.relative = f"{directory}/{name}" if directory else name
+        self.location = f"{root.rstrip('/')}/{self.relative}"
+        self.values = values
+        self.plan = plan
+        self.store = store
+        self.codec = codec
+        self.rows = 0
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.writer: pq.ParquetWriter | None = None
+        self.collected: list[pq.FileMetaData] = []
+        local = store.local_path(self.location)
+        if local is not None:
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            self.sink: BinaryIO = open(local, "xb")  # noqa: SIM115 - closed in close()
+        else:
+            self.sink = io.BytesIO()
+
+    def room(self, available: int) -> int:
+        """How many of ``available`` rows still fit in this file."""
+        limit = self.plan.max_records_per_file
+        return available if limit <= 0 else min(available, limit - self.rows)
+
+    def write(self, rows: pa.RecordBatch) -> None:
+        self.pending.append(rows)
+        self.pending_rows += rows.num_rows
+        self.rows += rows.num_rows
+        if self.pending_rows >= self.plan.row_group_rows:
+            self._flush()
+
+    def full(self) -> bool:
+        limit = self.plan.max_records_per_file
+        if limit > 0 and self.rows >= limit:
+            return True
+        return self.sink.tell() >= self.plan.max_file_bytes
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        table = pa.Table.from_batches(self.pending)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(
+                self.sink,
+                table.schema,
+                compression=self.codec,
+                metadata_collector=self.collected,
+            )
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.pending = []
+        self.pending_rows = 0
+
+    def close(self) -> dict[str, Any]:
+        """Finish the file (upload it, for object stores) and describe it."""
+        self._flush()
+        assert self.writer is not None
+        schema = self.writer.schema
+        self.writer.close()
+        if isinstance(self.sink, io.BytesIO):
+            self.store.write(self.location, self.sink.getvalue(), overwrite=False)
+        else:
+            self.sink.close()
+        status = self.store.stat(self.location)
+        footer = FooterInfo(schema, self.collected[-1])
+        return {
+            "path": encode_path(self.relative),
+            "partition_values": orjson.dumps(self.values).decode(),
+            "size": status.size,
+            "modification_time": status.modification_time,
+            "stats": compute_stats(footer, self.plan.num_indexed_cols),
+            "num_records": self.rows,
+        }
