@@ -63,17 +63,19 @@ def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileS
     """
     out: list[tuple[str, FileStatus]] = []
     for given in paths:
-        _, relative, location = resolve(storage, given)
+        location = resolve(storage, given)[2]
         try:
             with storage_errors(f"cannot read {location}"):
                 out.append((given, storage.store.stat(location)))
             continue
         except LogFileNotFoundError:
             pass
-        if location.rstrip("/") == storage.root.rstrip("/") or not relative.strip("/"):
+        directory = location.rstrip("/")
+        table_root = storage.root.rstrip("/")
+        if directory == table_root or table_root.startswith(directory + "/"):
             raise InvalidPathError(
-                f"{given!r} is the table root; register the directory a Spark job wrote to "
-                "(e.g. <table>/batch-0001), not the table itself"
+                f"{given!r} is the table root or holds it; register the directory a Spark job "
+                "wrote to (e.g. <table>/batch-0001), not the table itself"
             )
         with storage_errors(f"cannot list {location}"):
             listed = list(storage.store.list_tree(location))

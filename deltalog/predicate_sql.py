@@ -95,7 +95,10 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(_Token("string", raw[1:-1].replace("''", "'"), position))
         elif kind == "op":
             if raw == "<=>":
-                raise InvalidPredicateError(f"the null-safe '<=>' is not supported in {text!r}")
+                raise InvalidPredicateError(
+                    f"cannot parse predicate {text!r} at position {position}: the null-safe "
+                    "'<=>' is not supported"
+                )
             tokens.append(_Token("op", {"==": "=", "<>": "!="}.get(raw, raw), position))
         elif kind != "ws":
             tokens.append(_Token(kind, raw, position))
@@ -158,14 +161,32 @@ class _Parser:
             return inner
         return self.comparison()
 
-    def comparison(self) -> Predicate:
+    def is_name(self) -> bool:
+        """Whether a column name comes next (``date`` is one unless a string follows it)."""
         token = self.peek()
-        if token is not None and token.kind != "name":
+        if token is None:
+            return False
+        if token.kind == "keyword" and token.text in ("DATE", "TIMESTAMP"):
+            following = self.tokens[self.index + 1] if self.index + 1 < len(self.tokens) else None
+            return following is None or following.kind != "string"
+        return token.kind == "name"
+
+    def name(self) -> str:
+        if not self.is_name():
+            self.fail("expected a column name")
+        token = self.tokens[self.index]
+        self.index += 1
+        if token.kind == "keyword":  # as written, not upper-cased
+            return self.text[token.position : token.position + len(token.text)]
+        return token.text
+
+    def comparison(self) -> Predicate:
+        if self.peek() is not None and not self.is_name():
             value = self.literal()
             op = self.take("op").text
-            name = self.take("name").text
+            name = self.name()
             return Comparison(name, _FLIP[op], value.value)
-        name = self.take("name").text
+        name = self.name()
         if self.accept("keyword", "IS"):
             negated = self.accept("keyword", "NOT")
             self.take("keyword", "NULL")

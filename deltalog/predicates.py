@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import decimal
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -107,7 +108,7 @@ class Comparison(Predicate):
         return pc.call_function(_COMPARE[self.op], [values, literal])
 
     def __str__(self) -> str:
-        return f"{self.column} {self.op} {_sql(self.value)}"
+        return f"{_name(self.column)} {self.op} {_sql(self.value)}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +137,7 @@ class In(Predicate):
 
     def __str__(self) -> str:
         inner = ", ".join(_sql(v) for v in self.values)
-        return f"{self.column} {'NOT IN' if self.negated else 'IN'} ({inner})"
+        return f"{_name(self.column)} {'NOT IN' if self.negated else 'IN'} ({inner})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +155,7 @@ class IsNull(Predicate):
         return pc.is_valid(values) if self.negated else pc.is_null(values)
 
     def __str__(self) -> str:
-        return f"{self.column} IS {'NOT ' if self.negated else ''}NULL"
+        return f"{_name(self.column)} IS {'NOT ' if self.negated else ''}NULL"
 
 
 @dataclass(frozen=True, eq=False)
@@ -427,6 +428,17 @@ def _parse_text(text: str, arrow_type: pa.DataType) -> Any:
     """Parse a literal given as text with the same rules as partition values."""
     delta = StructType.from_arrow(pa.schema([pa.field("v", arrow_type)])).field("v").type
     return parse_partition_value(text, delta)
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED = {"and", "or", "not", "in", "is", "null", "between", "true", "false"}
+
+
+def _name(column: str) -> str:
+    """A column name as SQL: backquoted unless it is a plain identifier."""
+    if _PLAIN_NAME.match(column) and column.lower() not in _RESERVED:
+        return column
+    return "`" + column.replace("`", "``") + "`"
 
 
 def _sql(value: Any) -> str:

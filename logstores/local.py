@@ -121,6 +121,8 @@ class LocalLogStore(LogStore):
                     except FileNotFoundError:  # deleted during the walk
                         continue
                     found.append(FileStatus(full, st.st_size, st.st_mtime_ns // 1_000_000))
+        if not found:
+            raise LogFileNotFoundError(f"not found: no files under {path}")
         found.sort(key=lambda s: s.path)
         yield from found
 
