@@ -77,6 +77,13 @@ def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileS
                 f"{given!r} is the table root or holds it; register the directory a Spark job "
                 "wrote to (e.g. <table>/batch-0001), not the table itself"
             )
+        inside = location[len(table_root) + 1 :] if location.startswith(table_root + "/") else ""
+        segments = [seg for seg in inside.strip("/").split("/") if seg]
+        if segments and all("=" in seg for seg in segments):
+            raise InvalidPathError(
+                f"{given!r} is a partition directory of the table: its files include ones the "
+                "table removed; register the directory a Spark job wrote to instead"
+            )
         with storage_errors(f"cannot list {location}"):
             listed = list(storage.store.list_tree(location))
         base = location.rstrip("/") + "/"

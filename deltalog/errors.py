@@ -22,7 +22,10 @@
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
     │   ├── FileNotInTableError       removing a file that is not live
+    │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
     │   └── InvalidPredicateError     a partition predicate that names other columns or bad values
+    │       └── ReplaceWhereMismatchError  written data falls outside an overwrite's predicate
+    ├── SparkWriteError               the Spark job writing a DataFrame's files failed
     ├── TransactionClosedError        a transaction was used after it committed or aborted
     ├── StorageError                  the log store failed (wraps logstores.LogStoreError)
     │   └── StorageConfigurationError the store cannot be set up (scheme, SDK, options)
@@ -168,6 +171,10 @@ class InvalidPredicateError(InvalidInputError):
 
 class ReplaceWhereMismatchError(InvalidPredicateError):
     """Data written by an overwrite with a predicate (``replace_where``) falls outside it."""
+
+
+class ConstraintViolationError(InvalidInputError):
+    """Rows break a column constraint of the table (NOT NULL, CHAR/VARCHAR length)."""
 
 
 class SparkWriteError(DeltaLogError):

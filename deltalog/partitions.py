@@ -153,11 +153,12 @@ def serialize_partition_value(value: Any, t: DataType) -> str | None:
     if name == "timestamp" and isinstance(value, dt.datetime):
         if value.tzinfo is None:
             raise PartitionValueError("timestamp partition values must be time-zone aware")
-        return value.astimezone(_UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        utc = value.astimezone(_UTC).replace(tzinfo=None)
+        return utc.isoformat(sep="T", timespec="microseconds") + "Z"  # years < 1000 zero-padded
     if name == "timestamp_ntz" and isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             raise PartitionValueError("timestamp_ntz partition values must be naive")
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return value.isoformat(sep=" ", timespec="microseconds")  # zero-padded years < 1000
     if name == "binary" and isinstance(value, (bytes, bytearray)):
         try:
             return bytes(value).decode("utf-8")

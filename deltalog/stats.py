@@ -171,8 +171,9 @@ def _json_value(value: Any, t: pa.DataType) -> Any:
             return None
         if t.tz is not None or t.unit == "ns":
             utc = value.astimezone(dt.UTC) if value.tzinfo else value
-            return utc.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+            naive = utc.replace(tzinfo=None)
+            return naive.isoformat(timespec="milliseconds") + "Z"  # zero-padded years < 1000
+        return value.isoformat(timespec="milliseconds")
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return value if isinstance(value, str) else None
     return None

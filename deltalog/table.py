@@ -147,34 +147,22 @@ class DeltaTable:
             InvalidInputError: A partition column is not in the schema, or has a complex type.
             UnsupportedFeatureError: A property enables a feature deltalog cannot write.
         """
-        struct = as_struct(schema)
-        partition_columns = list(partition_by)
-        check_partition_columns(struct, partition_columns)
-        config = {str(k): str(v) for k, v in (configuration or {}).items()}
-        protocol = protocol_for_new_table(struct, config)
         storage = TableStorage.open(uri, storage_options)
-        try:
-            existing = storage.list_log()
-        except TableNotFoundError:
-            existing = []
-        if classify(existing).latest_version is not None:
-            raise TableAlreadyExistsError(f"a Delta table already exists at {uri}")
-        metadata = Metadata(
-            id=str(uuid.uuid4()),
+        metadata, protocol = new_table_actions(
+            schema,
+            partition_by=partition_by,
+            configuration=configuration,
             name=name,
             description=description,
-            schema_string=struct.to_json_string(),
-            partition_columns=partition_columns,
-            configuration=dict(config),
-            created_time=now_ms(),
         )
+        _refuse_existing(storage)
         info = make_commit_info(
             operation="CREATE TABLE",
             parameters={
                 "isManaged": "false",
                 "description": description,
-                "partitionBy": orjson.dumps(partition_columns).decode(),
-                "properties": orjson.dumps(config).decode(),
+                "partitionBy": orjson.dumps(metadata.partition_columns).decode(),
+                "properties": orjson.dumps(metadata.configuration).decode(),
             },
             read_version=None,
             is_blind_append=True,
@@ -256,17 +244,23 @@ class DeltaTable:
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Commit information, newest first: ``version``, ``timestamp`` and the commitInfo fields.
 
+        ``timestamp`` is the commit file's modification time, made monotonic across versions,
+        as delta-spark's ``DESCRIBE HISTORY`` reports it and as time travel by timestamp uses
+        it (``DeltaTable(uri, timestamp=entry["timestamp"])`` opens ``entry["version"]``); the
+        writer's own clock is in ``commitInfo``'s ``timestamp``, kept as ``commitTimestamp``.
+
         Args:
             limit: At most this many entries.
         """
         listing = list_log(self._storage, use_hint=False)
+        times = _commit_times(listing)
         versions = sorted((v for v in listing.commits if v <= self.version()), reverse=True)
         if limit is not None:
             versions = versions[: max(limit, 0)]
         out = []
         for v in versions:
             status = listing.commits[v]
-            entry: dict[str, Any] = {"version": v, "timestamp": status.modification_time}
+            entry: dict[str, Any] = {"version": v}
             try:
                 actions = read_commit(self._storage, status.name, v)
             except LogFileNotFoundError:
@@ -274,8 +268,11 @@ class DeltaTable:
             for action in actions:
                 if action.KEY == "commitInfo":
                     entry.update(action.to_json_dict())
-                    entry["version"] = v
+                    if "timestamp" in entry:
+                        entry["commitTimestamp"] = entry["timestamp"]
                     break
+            entry["version"] = v
+            entry["timestamp"] = times[v]
             out.append(entry)
         return out
 
@@ -366,12 +363,12 @@ class DeltaTable:
             Same as :meth:`append_files` otherwise.
         """
         self.update()
-        if self._snapshot.configuration.get("delta.appendOnly") == "true":
+        if str(self._snapshot.configuration.get("delta.appendOnly")).lower() == "true":
             raise AppendOnlyError("the table is append-only (delta.appendOnly=true)")
         params = self._write_parameters("Overwrite")
         predicate = None if where is None else as_predicate(where)
         if predicate is not None:
-            params["predicate"] = orjson.dumps([str(predicate)]).decode()
+            params["predicate"] = str(predicate)  # SQL text, as delta-spark 3.x records it
         tx = self.transaction("WRITE", parameters=params)
         old = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
         adds = tx.add(paths)
@@ -436,23 +433,67 @@ class DeltaTable:
         return f"DeltaTable({self.uri!r}, version={self.version()})"
 
 
+def new_table_actions(
+    schema: StructType | pa.Schema | Mapping[str, Any] | str,
+    *,
+    partition_by: Sequence[str] = (),
+    configuration: Mapping[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> tuple[Metadata, Protocol]:
+    """The ``metaData`` and ``protocol`` of a new table (see :meth:`DeltaTable.create`).
+
+    Raises:
+        InvalidSchemaError: The schema is invalid.
+        InvalidInputError: A partition column is not in the schema, or has a complex type.
+        UnsupportedFeatureError: A property enables a feature deltalog cannot write.
+    """
+    struct = as_struct(schema)
+    partition_columns = list(partition_by)
+    check_partition_columns(struct, partition_columns)
+    config = {str(k): str(v) for k, v in (configuration or {}).items()}
+    protocol = protocol_for_new_table(struct, config)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        name=name,
+        description=description,
+        schema_string=struct.to_json_string(),
+        partition_columns=partition_columns,
+        configuration=dict(config),
+        created_time=now_ms(),
+    )
+    return metadata, protocol
+
+
+def _refuse_existing(storage: TableStorage) -> None:
+    """Raise :class:`TableAlreadyExistsError` when ``storage`` holds a table."""
+    try:
+        existing = storage.list_log()
+    except TableNotFoundError:
+        existing = []
+    if classify(existing).latest_version is not None:
+        raise TableAlreadyExistsError(f"a Delta table already exists at {storage.uri}")
+
+
+def _commit_times(listing: LogListing) -> dict[int, int]:
+    """Each commit's time: its file's modification time, raised to one past the previous."""
+    out: dict[int, int] = {}
+    previous = -1
+    for v in sorted(listing.commits):
+        previous = max(listing.commits[v].modification_time, previous + 1)
+        out[v] = previous
+    return out
+
+
 def _version_at(listing: LogListing, ts: int) -> int:
     """Latest version committed at or before ``ts`` (commit file times, made monotonic)."""
     if not listing.commits:
         raise VersionNotFoundError("no commit files to time travel with")
-    latest_ok: int | None = None
-    previous = -1
-    for v in sorted(listing.commits):
-        mtime = max(listing.commits[v].modification_time, previous + 1)
-        previous = mtime
-        if mtime <= ts:
-            latest_ok = v
-        else:
-            break
-    if latest_ok is None:
+    at_or_before = [v for v, t in _commit_times(listing).items() if t <= ts]
+    if not at_or_before:
         first = min(listing.commits)
         raise TimestampOutOfRangeError(
             f"{dt.datetime.fromtimestamp(ts / 1000, dt.UTC).isoformat()} is before the first "
             f"available commit (version {first})"
         )
-    return latest_ok
+    return max(at_or_before)

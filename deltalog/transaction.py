@@ -681,7 +681,7 @@ class Transaction:
         else:
             check_writable(protocol, metadata)
         removes_data = any(r.data_change for r in self._removes.values())
-        if removes_data and metadata.configuration.get("delta.appendOnly") == "true":
+        if removes_data and str(metadata.configuration.get("delta.appendOnly")).lower() == "true":
             raise AppendOnlyError(
                 "the table is append-only (delta.appendOnly=true); it cannot remove data"
             )

@@ -124,6 +124,8 @@ class ObjectLogStore(LogStore):
         entries = call_with_retries(
             lambda: list(self._list(prefix, prefix, recursive=True)), self.retry
         )
+        # A key ending in "/" is a directory marker some tools create, not a file.
+        entries = [e for e in entries if not e.path.endswith("/")]
         if not entries:
             raise LogFileNotFoundError(f"not found: {self.path_of(prefix)}")
         yield from sorted(entries, key=lambda s: s.path)

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import boto3
 import deltalake
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from servers.fixtures import BUCKET, cloud_location
 from tableutil import log_names, write_parquet
 
 import deltalog
@@ -419,6 +421,42 @@ def test_an_ancestor_of_the_table_root_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "given",
+    [
+        pytest.param(lambda root: "p=a", id="relative"),
+        pytest.param(lambda root: "p=a/", id="relative-trailing-slash"),
+        pytest.param(lambda root: "p=a/q=1", id="two-levels"),
+        pytest.param(lambda root: "./p=a/q=1/", id="two-levels-dot"),
+        pytest.param(lambda root: str(root / "p=a"), id="absolute"),
+        pytest.param(lambda root: f"file://{root / 'p=a' / 'q=1'}", id="file-uri"),
+        pytest.param(lambda root: f"{root}/batch/../p=a", id="dot-dot"),
+    ],
+)
+def test_a_partition_directory_of_the_table_is_refused(table_root: Path, given: Any) -> None:
+    # Like the table root, the table's own partition directories hold files it removed.
+    table = DeltaTable(str(table_root))
+    write_parquet(table_root, "p=a/q=1/removed.parquet", rows(range(90, 91)))
+    write_parquet(table_root, "p=a/q=1/live.parquet", rows(range(91, 92)))
+    table.append_files(["p=a/q=1/removed.parquet", "p=a/q=1/live.parquet"])
+    table.overwrite_files(["p=a/q=1/live.parquet"], where="p = 'a'")
+    unchanged = Unchanged(table, table_root)
+    with pytest.raises(InvalidPathError, match="partition directory"):
+        table.append_files([given(table_root)])
+    unchanged.check()
+    assert sorted(live_files(table)) == ["p=a/q=1/live.parquet"]
+    # A Spark output directory inside the table may hold partition directories, and a file
+    # in a partition directory may be given by itself.
+    write_parquet(table_root, "batch/p=a/q=1/part-0.parquet", rows(range(3)))
+    write_parquet(table_root, "p=a/q=1/single.parquet", rows(range(5, 6)))
+    table.append_files(["batch/p=a", "p=a/q=1/single.parquet"])
+    assert sorted(live_files(table)) == [
+        "batch/p=a/q=1/part-0.parquet",
+        "p=a/q=1/live.parquet",
+        "p=a/q=1/single.parquet",
+    ]
+
+
+@pytest.mark.parametrize(
     ("setup", "given"),
     [
         pytest.param(lambda root: None, "missing", id="nonexistent"),
@@ -542,3 +580,44 @@ def test_a_directory_on_an_object_store(tmp_path: Path) -> None:
     with pytest.raises(InvalidPathError, match="_temporary"):
         table.append_files(["tmp"])
     assert table.update() == unchanged_version
+
+
+def test_s3_directory_markers_in_an_output_directory_are_skipped(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Some tools (the S3 console, Hadoop's S3A) create empty objects named "dir/" for
+    # directories: they are no data files.
+    location = cloud_location(request, "s3")
+    uri, options = location.uri, location.options
+    table = DeltaTable.create(uri, SCHEMA, partition_by=["p", "q"], storage_options=options)
+    store, root = open_store(uri, options)
+    for relative, ids in NESTED.items():
+        buffer = io.BytesIO()
+        pq.write_table(rows(ids), buffer)
+        store.write(f"{root}/{relative}", buffer.getvalue())
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=options["s3.endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    key_prefix = uri.removeprefix(f"s3://{BUCKET}/")
+    markers = ["batch/", "batch/p=a/", "batch/p=a/q=1/", "batch/p=b/q=__HIVE_DEFAULT_PARTITION__/"]
+    for marker in markers:
+        s3.put_object(Bucket=BUCKET, Key=f"{key_prefix}/{marker}", Body=b"")
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{key_prefix}/batch/")["Contents"]
+    assert {o["Key"] for o in listed} >= {f"{key_prefix}/{m}" for m in markers}
+
+    assert table.append_files(["batch"]) == 1
+
+    live = live_files(table)
+    assert sorted(live) == sorted(NESTED)
+    for path, info in live.items():
+        assert info["partition"] == NESTED_PARTITIONS[path.rsplit("/", 1)[0]], path
+        assert info["stats"]["numRecords"] == len(NESTED[path])
+    # A directory holding nothing but markers has no data files.
+    s3.put_object(Bucket=BUCKET, Key=f"{key_prefix}/only-markers/p=a/", Body=b"")
+    with pytest.raises(LogFileNotFoundError):
+        table.append_files(["only-markers"])
+    assert table.update() == 1

@@ -24,16 +24,22 @@ import pytest
 from servers.fixtures import CloudTable
 
 from deltalog import (
+    AppendOnlyError,
     ConcurrentAppendError,
     ConcurrentDeleteReadError,
     ConcurrentModificationError,
+    ConstraintViolationError,
     DeltaTable,
     InvalidInputError,
     InvalidPredicateError,
+    ProtocolChangedError,
     ReplaceWhereMismatchError,
     SchemaMismatchError,
+    TransactionClosedError,
+    UnsupportedFeatureError,
 )
 from deltalog.spark import stage, write
+from deltalog.spark.task import TaskPlan
 from logstores import open_store
 
 SERIALIZABLE = {"delta.isolationLevel": "Serializable"}
@@ -277,7 +283,7 @@ def _base_table(spark: Any, tmp_path: Path, configuration: dict[str, str] | None
     result = write(df, uri, partition_by=["p"], configuration=configuration)
     assert _rows_by_partition(uri) == {"a": A_IDS, "b": B_IDS}
     assert DeltaTable(uri).metadata().configuration == dict(configuration or {})
-    assert result.version == 1  # CREATE TABLE at 0, the append at 1
+    assert result.version == 0  # created by its first write, as delta-spark does
     return uri
 
 
@@ -313,20 +319,20 @@ def test_overwrite_of_a_races_append_to_b_and_both_commit(
 
     overwrite = _stage_overwrite_a(spark, uri, [100, 101], how)
     append = stage(_df(spark, "b", [200]), uri)
-    assert overwrite.read_version == append.read_version == 1
+    assert overwrite.read_version == append.read_version == 0
     appended = append.commit()
-    assert appended.version == 2
+    assert appended.version == 1
 
     result = overwrite.commit()
 
-    assert result.version == 3
+    assert result.version == 2
     assert result.files_removed == len(original_a) and result.rows == 2
-    assert sorted(_log_paths(uri, 3, "remove")) == sorted(original_a)
+    assert sorted(_log_paths(uri, 2, "remove")) == sorted(original_a)
     assert _rows_by_partition(uri) == {"a": [100, 101], "b": [*B_IDS, 200]}
-    assert DeltaTable(uri).version() == 3
+    assert DeltaTable(uri).version() == 2
     commit_info = DeltaTable(uri).history(1)[0]
     assert commit_info["operation"] == "WRITE"
-    assert commit_info["readVersion"] == 1
+    assert commit_info["readVersion"] == 0
 
 
 @pytest.mark.parametrize("how", ["replace_where", "dynamic"])
@@ -339,18 +345,18 @@ def test_serializable_append_into_overwritten_partition_fails_the_overwrite(
     assert written and all(os.path.exists(p) for p in written)
 
     appended = write(_df(spark, "a", [300]), uri)
-    assert appended.version == 2
+    assert appended.version == 1
     before = _rows_by_partition(uri)
     live_before = _live_paths(uri)
 
     with pytest.raises(ConcurrentAppendError) as info:
         overwrite.commit()
 
-    assert info.value.winning_version == 2
+    assert info.value.winning_version == 1
     assert info.value.partition == {"p": "a"}
     assert not any(os.path.exists(p) for p in written)  # its files are deleted
     table = DeltaTable(uri)
-    assert table.version() == 2  # nothing committed by the loser
+    assert table.version() == 1  # nothing committed by the loser
     assert _rows_by_partition(uri) == before == {"a": [*A_IDS, 300], "b": B_IDS}
     assert _live_paths(uri) == live_before == _parquet_on_disk(Path(uri))
 
@@ -367,17 +373,17 @@ def test_write_serializable_overwrite_and_same_partition_append_both_commit(
     original_a = _paths_in(uri, "a")
     overwrite = _stage_overwrite_a(spark, uri, [100, 101], how)
     appended = write(_df(spark, "a", [300]), uri)
-    assert appended.version == 2
-    (appended_path,) = _log_paths(uri, 2, "add")
+    assert appended.version == 1
+    (appended_path,) = _log_paths(uri, 1, "add")
 
     result = overwrite.commit()
 
-    assert result.version == 3
+    assert result.version == 2
     assert _rows_by_partition(uri) == {"a": [100, 101, 300], "b": B_IDS}
     # The overwrite removed exactly the files it read (the original 'a' files), not the
     # appended one it never saw.
     assert result.files_removed == len(original_a)
-    assert sorted(_log_paths(uri, 3, "remove")) == sorted(original_a)
+    assert sorted(_log_paths(uri, 2, "remove")) == sorted(original_a)
     assert appended_path in _paths_in(uri, "a")
 
 
@@ -391,7 +397,7 @@ def test_two_overwrites_of_the_same_partition_conflict(
     first = stage(_df(spark, "a", [100]), uri, mode="overwrite", replace_where="p = 'a'")
     second = stage(_df(spark, "a", [200]), uri, mode="overwrite", replace_where="p = 'a'")
     second_files = [os.path.join(uri, unquote(a.path)) for a in second.adds]
-    assert first.commit().version == 2
+    assert first.commit().version == 1
 
     with pytest.raises(ConcurrentModificationError) as info:
         second.commit()
@@ -403,9 +409,9 @@ def test_two_overwrites_of_the_same_partition_conflict(
     # ConcurrentDeleteReadException.
     assert isinstance(info.value, ConcurrentAppendError | ConcurrentDeleteReadError)
     assert type(info.value) is ConcurrentAppendError
-    assert info.value.winning_version == 2
+    assert info.value.winning_version == 1
     assert not any(os.path.exists(p) for p in second_files)
-    assert DeltaTable(uri).version() == 2
+    assert DeltaTable(uri).version() == 1
     assert _rows_by_partition(uri) == {"a": [100], "b": B_IDS}
 
 
@@ -549,7 +555,7 @@ def test_replace_where_with_rows_outside_it_writes_nothing(spark: Any, schema_ta
         lambda: write(df, schema_table, mode="overwrite", replace_where="p = 'a'"),
         ReplaceWhereMismatchError,
     )
-    assert "'b'" in str(info.value)
+    assert '"p":"b"' in str(info.value)  # the partition it wrote outside
 
 
 def test_replace_where_on_a_data_column_is_an_invalid_predicate(
@@ -767,3 +773,480 @@ def test_max_records_per_file_splits_files(spark: Any, tmp_path: Path) -> None:
     assert result.files_added == 8 and result.rows == 5500
     # Unset again: the next write is not split.
     assert write(df, uri).files_added == 4
+
+
+# --------------------------------------------------------------------------- 9. creation
+
+
+def test_new_table_is_created_by_its_first_write_in_one_commit(spark: Any, tmp_path: Path) -> None:
+    # As delta-spark does: version 0 holds commitInfo (WRITE), protocol, metaData and the adds.
+    uri = str(tmp_path / "new")
+    df = _df(spark, "a", [1, 2]).union(_df(spark, "b", [3]))
+
+    result = write(df, uri, partition_by=["p"])
+
+    assert result.version == 0 and result.rows == 3
+    log = Path(uri) / "_delta_log" / f"{0:020d}.json"
+    kinds = [next(iter(orjson.loads(line))) for line in log.read_bytes().splitlines()]
+    assert kinds[:3] == ["commitInfo", "protocol", "metaData"]
+    assert kinds[3:] == ["add"] * result.files_added
+    assert sorted(_log_paths(uri, 0, "add")) == sorted(
+        DeltaTable(uri).files().column("path").to_pylist()
+    )
+    assert _rows_by_partition(uri) == {"a": [1, 2], "b": [3]}
+    assert DeltaTable(uri).metadata().partition_columns == ["p"]
+    history = DeltaTable(uri).history()
+    assert len(history) == 1
+    assert history[-1]["operation"] == "WRITE"
+    # partitionBy is the writer's own, "[]" when it gives none.
+    assert history[-1]["operationParameters"] == {"mode": "Append", "partitionBy": '["p"]'}
+    assert "readVersion" not in history[-1]
+    # history's timestamp is the commit file's time (what time travel searches); the writer's
+    # clock stays in commitTimestamp.
+    assert history[-1]["timestamp"] == log.stat().st_mtime_ns // 1_000_000
+    assert isinstance(history[-1]["commitTimestamp"], int)
+    assert DeltaTable(uri, timestamp=history[-1]["timestamp"]).version() == 0
+
+    write(_df(spark, "a", [4]), uri)
+    assert DeltaTable(uri).history(1)[0]["operationParameters"] == {
+        "mode": "Append",
+        "partitionBy": "[]",
+    }
+
+
+def test_two_writers_creating_the_same_table_the_second_loses(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "race-create")
+    first = stage(_df(spark, "a", [1]), uri, partition_by=["p"])
+    second = stage(_df(spark, "b", [2]), uri, partition_by=["p"])
+    assert first.read_version == second.read_version == -1
+    second_files = [os.path.join(uri, unquote(a.path)) for a in second.adds]
+    assert second_files and all(os.path.exists(p) for p in second_files)
+    assert first.commit().version == 0
+
+    with pytest.raises(ProtocolChangedError) as info:
+        second.commit()
+
+    assert info.value.winning_version == 0
+    assert not any(os.path.exists(p) for p in second_files)  # its files are deleted
+    assert DeltaTable(uri).version() == 0
+    assert _rows_by_partition(uri) == {"a": [1]}
+    assert _live_paths(uri) == _parquet_on_disk(Path(uri))
+
+
+def test_empty_append_commits_nothing_and_is_not_skipped(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "empty")
+    write(_df(spark, "a", [1]), uri, partition_by=["p"])
+    files = _parquet_on_disk(Path(uri))
+
+    result = write(spark.createDataFrame([], "id long, v string, p string"), uri)
+
+    assert not result.skipped  # skipped is only for an app_id/app_version already committed
+    assert (result.files_added, result.files_removed, result.rows) == (0, 0, 0)
+    assert result.version == 0
+    assert DeltaTable(uri).version() == 0
+    assert _parquet_on_disk(Path(uri)) == files
+
+
+def test_overwrite_of_an_append_only_table_is_refused(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "append-only")
+    write(_df(spark, "a", [1]), uri, partition_by=["p"], configuration={"delta.appendOnly": "true"})
+    for kwargs in ({}, {"replace_where": "p = 'a'"}, {"partition_overwrite_mode": "dynamic"}):
+        _nothing_written(
+            uri,
+            lambda kw=kwargs: write(_df(spark, "a", [2]), uri, mode="overwrite", **kw),
+            AppendOnlyError,
+        )
+    assert write(_df(spark, "a", [3]), uri).version == 1  # appends are fine
+    assert _rows_by_partition(uri) == {"a": [1, 3]}
+
+
+# --------------------------------------------------------------------------- 10. replace_where
+
+
+def test_replace_where_reads_timestamps_in_the_session_time_zone(
+    spark: Any, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "tz")
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+
+        def frame(rows: list[tuple[int, str]]) -> Any:
+            # The text is cast in the session time zone: New York midnight is 05:00 UTC.
+            return spark.createDataFrame(rows, "id long, t string").selectExpr(
+                "id", "CAST(t AS TIMESTAMP) AS ts"
+            )
+
+        base = frame([(1, "2024-01-01 00:00:00"), (2, "2024-01-02 00:00:00")])
+        write(base, uri, partition_by=["ts"])
+        # Read in UTC, "2024-01-01 00:00:00" would select no partition and the written rows
+        # would fall outside it.
+        first = write(
+            frame([(10, "2024-01-01 00:00:00")]),
+            uri,
+            mode="overwrite",
+            replace_where="ts = '2024-01-01 00:00:00'",
+        )
+        # A literal with an offset keeps it.
+        second = write(
+            frame([(20, "2024-01-02 00:00:00")]),
+            uri,
+            mode="overwrite",
+            replace_where="ts = '2024-01-02 05:00:00+00:00'",
+        )
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+
+    assert first.files_removed == second.files_removed == 1
+    table = DeltaTable(uri)
+    by_partition: dict[str, list[int]] = {}
+    for f, location in zip(table.files().to_pylist(), table.file_uris(), strict=True):
+        ids = pq.read_table(location)["id"].to_pylist()
+        by_partition.setdefault(dict(f["partition_values"])["ts"], []).extend(ids)
+    assert by_partition == {
+        "2024-01-01T05:00:00.000000Z": [10],
+        "2024-01-02T05:00:00.000000Z": [20],
+    }
+
+
+def test_replace_where_checks_the_rows_actually_written(
+    spark: Any, schema_table: str, tmp_path: Path
+) -> None:
+    # A non-deterministic column: 'a' on its first evaluation, then 'b'. A check in a job of its
+    # own could see only 'a' while the write job writes 'b'; the written files are checked.
+    from pyspark.sql import functions as F
+
+    marker = str(tmp_path / "first-call")
+
+    def first_a_then_b(_: Any) -> str:
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return "b"
+        return "a"
+
+    flip = F.udf(first_a_then_b, "string").asNondeterministic()
+    df = spark.createDataFrame(
+        [(2, "two", 2.5), (3, "three", 3.5), (4, "four", 4.5)], "id long, Name string, x double"
+    ).withColumn("p", flip(F.col("id")))
+    before = DeltaTable(schema_table).files().to_pylist()
+
+    info = _nothing_written(
+        schema_table,
+        lambda: write(df, schema_table, mode="overwrite", replace_where="p = 'a'"),
+        ReplaceWhereMismatchError,
+    )
+
+    assert os.path.exists(marker)  # the job did run (and wrote 'a' and 'b' rows)
+    assert '"p":"b"' in str(info.value)
+    assert DeltaTable(schema_table).files().to_pylist() == before
+    assert _live_paths(schema_table) == _parquet_on_disk(Path(schema_table))
+
+
+# --------------------------------------------------------------------------- 11. constraints
+
+
+def _nothing_committed(uri: str, call: Any, error: type[Exception]) -> pytest.ExceptionInfo[Any]:
+    """``call`` raises ``error`` from a failed Spark job and commits nothing.
+
+    Files written by the job's other tasks may stay behind, unreferenced (as with delta-spark,
+    whose aborted tasks keep theirs too; VACUUM deletes them).
+    """
+    version = DeltaTable(uri).version()
+    live = _live_paths(uri)
+    with pytest.raises(error) as info:
+        call()
+    assert DeltaTable(uri).version() == version
+    assert _live_paths(uri) == live
+    return info
+
+
+def _field(name: str, t: Any, nullable: bool = True, **metadata: str) -> dict[str, Any]:
+    return {"name": name, "type": t, "nullable": nullable, "metadata": metadata}
+
+
+NOT_NULL_CASES = {
+    "top-level": (
+        [_field("id", "long", False), _field("v", "string")],
+        [],
+        {},
+        "id long, v string",
+        [(None, "x")],
+        [(1, "x")],
+        "id",
+    ),
+    "nested": (
+        [
+            _field("id", "long"),
+            _field(
+                "s",
+                {"type": "struct", "fields": [_field("x", "long", False), _field("y", "string")]},
+            ),
+        ],
+        [],
+        {},
+        "id long, s struct<x: long, y: string>",
+        [(1, (2, "ok")), (2, (None, "y"))],
+        [(1, (2, "ok")), (2, None)],  # a null struct holds no x to check
+        "s.x",
+    ),
+    "partition": (
+        [_field("id", "long"), _field("p", "string", False)],
+        ["p"],
+        {},
+        "id long, p string",
+        [(1, "a"), (2, None)],
+        [(1, "a")],
+        "p",
+    ),
+    "not-indexed": (
+        [_field("id", "long"), _field("b", "string", False)],
+        [],
+        {"delta.dataSkippingNumIndexedCols": "1"},  # b gets no stats to find nulls in
+        "id long, b string",
+        [(1, "x"), (2, None)],
+        [(1, "x")],
+        "b",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_NULL_CASES))
+def test_not_null_columns_are_enforced(spark: Any, tmp_path: Path, case: str) -> None:
+    fields, partition_by, configuration, ddl, bad, good, column = NOT_NULL_CASES[case]
+    uri = str(tmp_path / "not-null")
+    DeltaTable.create(
+        uri,
+        {"type": "struct", "fields": fields},
+        partition_by=partition_by,
+        configuration=configuration,
+    )
+
+    info = _nothing_committed(
+        uri, lambda: write(spark.createDataFrame(bad, ddl), uri), ConstraintViolationError
+    )
+
+    assert type(info.value) is ConstraintViolationError  # not wrapped in SparkWriteError
+    assert "NOT NULL" in str(info.value) and column.split(".")[-1] in str(info.value)
+    result = write(spark.createDataFrame(good, ddl), uri)
+    assert (result.version, result.rows) == (1, len(good))
+
+
+def test_char_and_varchar_lengths_are_enforced_and_chars_padded(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "char")
+    schema = {
+        "type": "struct",
+        "fields": [
+            _field("id", "long"),
+            _field("v", "string", __CHAR_VARCHAR_TYPE_STRING="varchar(3)"),
+            _field("c", "string", __CHAR_VARCHAR_TYPE_STRING="char(5)"),
+        ],
+    }
+    DeltaTable.create(uri, orjson.dumps(schema).decode())
+    ddl = "id long, v string, c string"
+    for bad, column in (((1, "abcd", "x"), "v"), ((1, "abc", "abcdef"), "c")):
+        info = _nothing_committed(
+            uri,
+            lambda row=bad: write(spark.createDataFrame([row], ddl), uri),
+            ConstraintViolationError,
+        )
+        assert f"'{column}'" in str(info.value)
+
+    good = spark.createDataFrame([(1, "abc", "ab"), (2, None, None)], ddl).coalesce(1)
+    result = write(good, uri)
+
+    assert result.version == 1
+    table = DeltaTable(uri)
+    rows = pa.concat_tables(pq.read_table(u) for u in table.file_uris()).sort_by("id")
+    assert rows.to_pylist() == [
+        {"id": 1, "v": "abc", "c": "ab   "},
+        {"id": 2, "v": None, "c": None},
+    ]
+    (stats,) = [_stats(s) for s in table.files().column("stats").to_pylist()]
+    assert stats["minValues"]["c"] == "ab   "
+
+
+# --------------------------------------------------------------------------- 12. files
+
+
+def test_one_task_writing_more_partitions_than_it_keeps_open(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "many")
+    n_parts = 200
+    assert n_parts > TaskPlan.max_open_files
+    # One task sees the ids in order, p = id % 200, in batches of 50 rows: partitions 0..9 come
+    # back (in the last batch) after their files were finished to make room, and get a second
+    # file each.
+    df = (
+        spark.range(0, n_parts + 10, 1, numPartitions=2)
+        .selectExpr("id", f"CAST(id % {n_parts} AS INT) AS p")
+        .coalesce(1)
+    )
+
+    previous = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")  # several batches
+    try:
+        result = write(df, uri, partition_by=["p"])
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
+
+    assert result.rows == n_parts + 10
+    table = DeltaTable(uri)
+    ids: list[int] = []
+    files_per_partition: dict[int, int] = {}
+    for f, location in zip(table.files().to_pylist(), table.file_uris(), strict=True):
+        p = int(dict(f["partition_values"])["p"])
+        got = pq.read_table(location)["id"].to_pylist()
+        assert got and all(i % n_parts == p for i in got)
+        assert _stats(f["stats"])["numRecords"] == len(got)
+        ids.extend(got)
+        files_per_partition[p] = files_per_partition.get(p, 0) + 1
+    assert sorted(ids) == list(range(n_parts + 10))  # every row exactly once
+    assert set(files_per_partition) == set(range(n_parts))
+    assert min(files_per_partition.values()) >= 1
+    assert sum(files_per_partition.values()) == result.files_added > n_parts
+    assert _live_paths(uri) == _parquet_on_disk(Path(uri))
+
+
+def test_spark_reads_ancient_dates_and_timestamps_from_written_files(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Without org.apache.spark.version in the footer, Spark's reader (rebase mode EXCEPTION)
+    # refuses dates before 1582-10-15 and timestamps before 1900.
+    uri = str(tmp_path / "ancient")
+    df = spark.sql(
+        "SELECT 1L AS id, DATE'1500-01-01' AS d, TIMESTAMP'1800-01-01 00:00:00' AS ts,"
+        " TIMESTAMP'0900-06-01 12:00:00' AS pts"
+    )
+
+    write(df, uri, partition_by=["pts"])
+
+    table = DeltaTable(uri)
+    (f,) = table.files().to_pylist()
+    (location,) = table.file_uris()
+    footer = pq.read_metadata(location).metadata
+    assert footer[b"org.apache.spark.version"] == spark.version.encode()
+    back = spark.read.parquet(location).selectExpr(
+        "id", "CAST(d AS STRING) AS d", "CAST(ts AS STRING) AS ts"
+    )
+    assert [r.asDict() for r in back.collect()] == [
+        {"id": 1, "d": "1500-01-01", "ts": "1800-01-01 00:00:00"}
+    ]
+    # Years before 1000 are zero-padded in partition values; bounds are ISO dates/times.
+    assert dict(f["partition_values"]) == {"pts": "0900-06-01T12:00:00.000000Z"}
+    stats = _stats(f["stats"])
+    assert stats["minValues"] == {"id": 1, "d": "1500-01-01", "ts": "1800-01-01T00:00:00.000Z"}
+
+
+# --------------------------------------------------------------------------- 13. NaN partitions
+
+
+def test_dynamic_overwrite_replaces_a_nan_partition_of_several_columns(
+    spark: Any, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "nan")
+    nan = float("nan")
+    ddl = "id long, p double, q string"
+    write(
+        spark.createDataFrame([(1, nan, "x"), (2, 1.0, "x"), (3, nan, "y")], ddl),
+        uri,
+        partition_by=["p", "q"],
+    )
+
+    result = write(
+        spark.createDataFrame([(10, nan, "x")], ddl),
+        uri,
+        mode="overwrite",
+        partition_overwrite_mode="dynamic",
+    )
+
+    assert result.files_removed == 1
+    table = DeltaTable(uri)
+    got: dict[tuple[str, str], list[int]] = {}
+    for f, location in zip(table.files().to_pylist(), table.file_uris(), strict=True):
+        values = dict(f["partition_values"])
+        got.setdefault((values["p"], values["q"]), []).extend(
+            pq.read_table(location)["id"].to_pylist()
+        )
+    assert got == {("NaN", "x"): [10], ("1.0", "x"): [2], ("NaN", "y"): [3]}
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def test_a_staged_write_commits_once_and_never_deletes_committed_files(
+    spark: Any, tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "twice")
+    first = stage(_df_id_p(spark, [(1, "a")]), uri, partition_by=["p"])
+    assert first.commit().version == 0
+    with pytest.raises(TransactionClosedError):
+        first.commit()
+    later = stage(_df_id_p(spark, [(2, "b")]), uri)
+    assert later.commit().version == 1
+    with pytest.raises(TransactionClosedError):
+        later.commit()
+    later.abort()  # after a commit: a no-op, the committed files stay
+    for location in DeltaTable(uri).file_uris():
+        assert Path(unquote(location.removeprefix("file://"))).exists()
+    assert _rows_by_partition(uri) == {"a": [1], "b": [2]}
+
+    aborted = stage(_df_id_p(spark, [(3, "c")]), uri)
+    aborted.abort()
+    with pytest.raises(TransactionClosedError):
+        aborted.commit()
+    assert DeltaTable(uri).version() == 1
+
+
+@pytest.mark.parametrize("zone", ["+05:00", "GMT+05:00", "UTC+5", "PST", "Z"])
+def test_replace_where_accepts_every_kind_of_spark_session_zone(
+    spark: Any, tmp_path: Path, zone: str
+) -> None:
+    uri = str(tmp_path / "zones")
+    write(_df_id_p(spark, [(1, "a"), (2, "b")]), uri, partition_by=["p"])
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        result = write(_df_id_p(spark, [(10, "a")]), uri, mode="overwrite", replace_where="p = 'a'")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert result.files_removed >= 1
+    assert _rows_by_partition(uri) == {"a": [10], "b": [2]}
+
+
+def test_offset_session_zone_applies_to_timestamp_literals(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "offset")
+    rows = [(1, dt.datetime(2024, 1, 1, 0, 0, tzinfo=dt.UTC))]
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    write(spark.createDataFrame(rows, "id long, t timestamp"), uri, partition_by=["t"])
+    spark.conf.set("spark.sql.session.timeZone", "+05:00")
+    try:
+        # 05:00 at +05:00 is midnight UTC: the partition written above.
+        result = write(
+            spark.createDataFrame(
+                [(2, dt.datetime(2024, 1, 1, 0, 0, tzinfo=dt.UTC))], "id long, t timestamp"
+            ),
+            uri,
+            mode="overwrite",
+            replace_where="t = '2024-01-01 05:00:00'",
+        )
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert result.files_removed == 1
+
+
+def test_nested_char_varchar_tables_are_refused_before_writing(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "nested_varchar")
+    nested = {"type": "struct", "fields": [_field("c", "string")]}
+    schema = {
+        "type": "struct",
+        "fields": [
+            _field("id", "long"),
+            _field("s", nested, __CHAR_VARCHAR_TYPE_STRING="struct<c:varchar(3)>"),
+        ],
+    }
+    DeltaTable.create(uri, schema)
+    before = _parquet_on_disk(tmp_path / "nested_varchar")
+    df = spark.createDataFrame([(1, ("abcdef",))], "id long, s struct<c: string>")
+    with pytest.raises(UnsupportedFeatureError, match="nested CHAR/VARCHAR"):
+        write(df, uri)
+    assert _parquet_on_disk(tmp_path / "nested_varchar") == before
+    assert DeltaTable(uri).version() == 0

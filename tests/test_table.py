@@ -26,6 +26,7 @@ from deltalog import (
 )
 from deltalog.file_actions import FILES_SCHEMA
 from deltalog.partitions import hive_partition_dir
+from deltalog.predicates import as_predicate
 from deltalog.table import AppendOnlyError, DuplicateFileError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int32())])
@@ -98,6 +99,38 @@ def test_history_newest_first(table: DeltaTable) -> None:
     assert history[0]["readVersion"] == 0
     assert history[1]["operation"] == "CREATE TABLE"
     assert table.history(limit=1)[0]["version"] == 1
+
+
+def test_history_timestamps_are_commit_file_times(table: DeltaTable) -> None:
+    # As DESCRIBE HISTORY and time travel: the commit files' modification times, made strictly
+    # increasing; the writer's clock (commitInfo.timestamp) is commitTimestamp.
+    table.append_files([_file(table.uri, "1")])
+    log = Path(table.uri) / "_delta_log"
+    os.utime(log / f"{0:020d}.json", (2_000_000, 2_000_000))  # seconds
+    os.utime(log / f"{1:020d}.json", (1_000_000, 1_000_000))  # earlier than version 0
+    history = table.history()
+    assert [(h["version"], h["timestamp"]) for h in history] == [
+        (1, 2_000_000_001),
+        (0, 2_000_000_000),
+    ]
+    for entry in history:
+        line = (log / f"{entry['version']:020d}.json").read_bytes().splitlines()[0]
+        assert entry["commitTimestamp"] == orjson.loads(line)["commitInfo"]["timestamp"]
+        assert DeltaTable(table.uri, timestamp=entry["timestamp"]).version() == entry["version"]
+
+
+def test_overwrite_with_where_records_the_predicate_as_sql_text(table: DeltaTable) -> None:
+    table.append_files([_file(table.uri, "1"), _file(table.uri, "2")])
+    table.overwrite_files([_file(table.uri, "1", "g.parquet")], where="part = 1")
+    parameters = table.history(1)[0]["operationParameters"]
+    assert parameters["mode"] == "Overwrite"
+    # SQL text, as delta-spark 3.x records it (not a JSON list of it).
+    assert parameters["predicate"] == str(as_predicate("part = 1"))
+    assert not parameters["predicate"].startswith("[")
+    assert sorted(table.files().column("path").to_pylist()) == [
+        "part=1/g.parquet",
+        "part=2/f.parquet",
+    ]
 
 
 def test_create_twice_is_refused(table: DeltaTable) -> None:

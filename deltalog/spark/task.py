@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from deltalog.partitions import hive_partition_dir, serialize_partition_value
 from deltalog.paths import encode_path
 from deltalog.schema import StructType
+from deltalog.spark.constraints import enforce, has_constraints
 from deltalog.stats import FooterInfo, compute_stats
 from logstores import LogStore, open_store
 
@@ -72,8 +73,15 @@ class TaskPlan:
         codec: A key of :data:`CODECS`.
         max_records_per_file: Start a new file after this many rows (0: no limit).
         row_group_rows: Rows buffered per partition before a row group is written.
+        row_group_bytes: Bytes buffered per partition before a row group is written.
         max_file_bytes: Start a new file once this many bytes are written (files for object
             stores are assembled in memory before their single upload).
+        max_open_files: Files a task keeps open at once; past it the oldest is finished (and a
+            later row of its partition starts a new file), so memory and file handles stay
+            bounded however many partitions a task sees.
+        table_schema: Delta schema JSON of the whole table, for its column constraints.
+        spark_version: Recorded in each footer (``org.apache.spark.version``), which tells
+            Spark's reader the dates are proleptic Gregorian and need no rebasing.
     """
 
     uri: str
@@ -84,17 +92,24 @@ class TaskPlan:
     codec: str = "snappy"
     max_records_per_file: int = 0
     row_group_rows: int = 1 << 20
+    row_group_bytes: int = 64 << 20
     max_file_bytes: int = 512 << 20
+    max_open_files: int = 64
+    table_schema: str = '{"type":"struct","fields":[]}'
+    spark_version: str = ""
 
 
 def write_task(plan: TaskPlan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Write one task's rows as data files; yield one batch describing them.
 
     Raises:
+        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
         PartitionValueError: A partition value cannot be serialised (non-UTF-8 binary).
         logstores.LogStoreError: Writing a file failed.
     """
     task_id, attempt = _task_identity()
+    table_schema = StructType.from_json_string(plan.table_schema)
+    checked = has_constraints(table_schema)
     partition_schema = StructType.from_json_string(plan.partition_schema)
     columns = [f.name for f in partition_schema.fields]
     store, root = open_store(plan.uri, plan.storage_options or None)
@@ -105,12 +120,17 @@ def write_task(plan: TaskPlan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa
     for batch in batches:
         if batch.num_rows == 0:
             continue
+        if checked:
+            batch = enforce(batch, table_schema)
         for key, rows in _split(_utc(batch), columns, partition_schema):
             data = rows.select(list(plan.data_columns))
             start = 0
             while start < data.num_rows:
                 current = open_files.get(key)
                 if current is None:
+                    if len(open_files) >= plan.max_open_files:  # finish the oldest
+                        oldest = next(iter(open_files))
+                        done.append(open_files.pop(oldest).close())
                     current = _DataFile(store, root, plan, columns, key, f"{prefix}.c{counter:03d}")
                     counter += 1
                     open_files[key] = current
@@ -210,6 +230,7 @@ class _DataFile:
         self.rows = 0
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
+        self.pending_bytes = 0
         self.writer: pq.ParquetWriter | None = None
         self.collected: list[pq.FileMetaData] = []
         local = store.local_path(self.location)
@@ -227,15 +248,19 @@ class _DataFile:
     def write(self, rows: pa.RecordBatch) -> None:
         self.pending.append(rows)
         self.pending_rows += rows.num_rows
+        self.pending_bytes += rows.nbytes
         self.rows += rows.num_rows
-        if self.pending_rows >= self.plan.row_group_rows:
+        if (
+            self.pending_rows >= self.plan.row_group_rows
+            or self.pending_bytes >= self.plan.row_group_bytes
+        ):
             self._flush()
 
     def full(self) -> bool:
         limit = self.plan.max_records_per_file
         if limit > 0 and self.rows >= limit:
             return True
-        return self.sink.tell() >= self.plan.max_file_bytes
+        return self.sink.tell() + self.pending_bytes >= self.plan.max_file_bytes
 
     def _flush(self) -> None:
         if not self.pending:
@@ -251,12 +276,17 @@ class _DataFile:
         self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.pending = []
         self.pending_rows = 0
+        self.pending_bytes = 0
 
     def close(self) -> dict[str, Any]:
         """Finish the file (upload it, for object stores) and describe it."""
         self._flush()
         assert self.writer is not None
         schema = self.writer.schema
+        if self.plan.spark_version:
+            self.writer.add_key_value_metadata(
+                {"org.apache.spark.version": self.plan.spark_version}
+            )
         self.writer.close()
         if isinstance(self.sink, io.BytesIO):
             self.store.write(self.location, self.sink.getvalue(), overwrite=False)

@@ -11,28 +11,35 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
-from deltalog.actions import AddFile
+from deltalog.actions import Action, AddFile, Txn, serialize_actions
+from deltalog.commit import make_commit_info, now_ms, try_write
 from deltalog.errors import (
-    CommitFailedError,
+    AppendOnlyError,
+    ConstraintViolationError,
     InvalidInputError,
+    InvalidPredicateError,
+    ProtocolChangedError,
     ReplaceWhereMismatchError,
     SparkWriteError,
-    TableAlreadyExistsError,
+    StorageError,
     TableNotFoundError,
+    TransactionClosedError,
 )
-from deltalog.partitions import serialize_partition_value
 from deltalog.paths import decode_path
 from deltalog.predicates import (
     And,
     Comparison,
     In,
     IsNull,
+    Not,
     Or,
     Predicate,
     PredicateLike,
@@ -42,10 +49,12 @@ from deltalog.predicates import (
     validate,
 )
 from deltalog.schema import PrimitiveType, StructType
+from deltalog.spark.constraints import refuse_unenforced_constraints
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
 from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
-from deltalog.stats import DEFAULT_INDEXED_COLS, check_nullability
-from deltalog.table import DeltaTable
+from deltalog.stats import DEFAULT_INDEXED_COLS
+from deltalog.storage import TableStorage
+from deltalog.table import DeltaTable, new_table_actions
 from deltalog.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -79,65 +88,100 @@ class WriteResult:
 
 
 class StagedWrite:
-    """Data files written and a transaction staged, not yet committed.
+    """Data files written and a commit staged, not yet published.
 
-    Call :meth:`commit` to publish or :meth:`abort` to give up (which deletes the files).
+    Call :meth:`commit` to publish or :meth:`abort` to give up (which deletes the files). The
+    commit is a transaction on an existing table, or, for a new table, its version 0 (metadata,
+    protocol and files in one commit, as delta-spark creates a table with its first write).
     """
 
     def __init__(
         self,
-        table: DeltaTable,
-        tx: Transaction | None,
+        storage: TableStorage,
         adds: list[AddFile],
-        removed: int,
+        *,
+        table: DeltaTable | None = None,
+        tx: Transaction | None = None,
+        first_commit: bytes | None = None,
+        removed: int = 0,
+        app: bool = False,
     ) -> None:
+        self._storage = storage
         self._table = table
         self._tx = tx
+        self._first_commit = first_commit
         self.adds = adds
         self._removed = removed
+        self._app = app
         self._finished = False
 
     @property
     def read_version(self) -> int:
-        """The table version the write read."""
-        return self._table.version() if self._tx is None else self._tx.read_version
+        """The table version the write read (-1 for a new table)."""
+        if self._tx is not None:
+            return self._tx.read_version
+        return -1 if self._table is None else self._table.version()
 
     @property
     def skipped(self) -> bool:
         """Whether the write is a no-op: its ``app_version`` was already committed."""
-        return self._tx is None
+        return self._tx is None and self._first_commit is None
 
     def commit(self) -> WriteResult:
         """Commit the staged write; returns what it did.
 
         Raises:
             ConcurrentModificationError: A concurrent commit conflicts with this write (the
-                six named subclasses; the written files are deleted).
-            CommitFailedError: Every attempt lost the race (the files are deleted).
+                six named subclasses; ``ProtocolChangedError`` when another writer created the
+                table first). The written files are deleted, as for every error but a storage
+                failure.
+            CommitFailedError: Every attempt lost the race.
             TransactionClosedError: Already committed or aborted.
             StorageError: The log store failed; the files are kept, since the commit may have
                 landed.
         """
-        if self._tx is None:
+        if self._finished:
+            raise TransactionClosedError("this staged write was already committed or aborted")
+        if self.skipped:
             self._finished = True
-            return WriteResult(self._table.version(), 0, 0, 0, 0, skipped=True)
+            return WriteResult(self.read_version, 0, 0, 0, 0, skipped=True)
+        no_op = False
         try:
-            version = self._tx.commit()
-        except CommitFailedError:
-            self._delete_files()  # definitely not committed: nothing refers to the files
+            if self._first_commit is not None:
+                version = self._create()
+            else:
+                assert self._tx is not None
+                version = self._tx.commit()
+                no_op = self._tx.no_op
+        except StorageError:
+            raise  # the commit may have landed: its files must stay
+        except Exception:
+            self._delete_files()  # refused or lost: nothing refers to the files
             raise
         finally:
             self._finished = True
-        if self._tx.no_op:  # the same app_id/app_version landed concurrently
+        if no_op:  # nothing to commit, or the same app_id/app_version landed
             self._delete_files()
-            return WriteResult(version, 0, 0, 0, 0, skipped=True)
-        self._table.wait_for_checkpoints()
+            return WriteResult(version, 0, 0, 0, 0, skipped=self._app)
+        if self._table is not None:
+            self._table.wait_for_checkpoints()
         return WriteResult(
             version=version,
             files_added=len(self.adds),
             files_removed=self._removed,
             rows=sum(_records(a) for a in self.adds),
             bytes=sum(a.size for a in self.adds),
+        )
+
+    def _create(self) -> int:
+        assert self._first_commit is not None
+        if try_write(self._storage, 0, self._first_commit):
+            return 0
+        raise ProtocolChangedError(
+            f"another writer created the table at {self._storage.uri} first (several writers "
+            "writing to an empty location, as delta-spark reports it); write again, or create "
+            "the table before starting concurrent writers",
+            winning_version=0,
         )
 
     def abort(self) -> None:
@@ -147,7 +191,7 @@ class StagedWrite:
             self._delete_files()
 
     def _delete_files(self) -> None:
-        storage = self._table._storage
+        storage = self._storage
         for add in self.adds:
             with contextlib.suppress(Exception):  # best effort: an orphan file is harmless
                 storage.store.delete(storage.data_file(decode_path(add.path)))
@@ -252,9 +296,24 @@ def stage(
     _check_arguments(mode, replace_where, partition_overwrite_mode, app_id, app_version)
     options = dict(storage_options or {})
     frame_schema = StructType.from_json_string(df.schema.json())
-    table = _open_or_create(uri, frame_schema, partition_by, configuration, options)
+    try:
+        table = DeltaTable(uri, storage_options=options, background_checkpoints=False)
+    except TableNotFoundError:
+        return _stage_new_table(
+            df,
+            uri,
+            frame_schema,
+            mode=mode,
+            partition_by=partition_by,
+            replace_where=replace_where,
+            options=options,
+            app_id=app_id,
+            app_version=app_version,
+            configuration=configuration,
+        )
     snapshot = table.snapshot
     snapshot.check_writable()
+    refuse_unenforced_constraints(snapshot.schema, uri=uri)
     check_partitioning(partition_by, snapshot.partition_columns, uri=uri)
     pairs = match_columns(frame_schema, snapshot.schema, snapshot.partition_columns, uri=uri)
     if any(src != dst for src, dst in pairs):
@@ -269,17 +328,11 @@ def stage(
         and bool(snapshot.partition_columns)
         and (partition_overwrite_mode or _session_overwrite_mode(df)) == "dynamic"
     )
-    parameters: dict[str, Any] = {
-        "mode": "Overwrite" if mode == "overwrite" else "Append",
-        "partitionBy": orjson.dumps(snapshot.partition_columns).decode(),
-    }
-    predicate: Predicate | None = None
-    if replace_where is not None:
-        predicate = as_predicate(replace_where)
-        validate(predicate, snapshot.schema, snapshot.partition_columns)
-        parameters["predicate"] = (
-            replace_where if isinstance(replace_where, str) else str(predicate)
-        )
+    append_only = str(snapshot.configuration.get("delta.appendOnly")).lower() == "true"
+    if mode == "overwrite" and append_only:
+        raise AppendOnlyError(f"the table at {uri} is append-only (delta.appendOnly=true)")
+    predicate = _replace_predicate(df, replace_where, snapshot.schema, snapshot.partition_columns)
+    parameters = _parameters(mode, partition_by, replace_where, predicate)
     if dynamic:
         parameters["isDynamicPartitionOverwrite"] = True
 
@@ -287,23 +340,26 @@ def stage(
     if app_id is not None and app_version is not None:
         done = tx.txn_version(app_id)
         if done is not None and done >= app_version:
-            return StagedWrite(table, None, [], 0)
+            return StagedWrite(table._storage, [], table=table)
         tx.set_transaction(app_id, app_version)
-    if predicate is not None:
-        _check_replace_where(df, predicate, snapshot.schema, snapshot.partition_columns)
     if mode == "overwrite" and not dynamic:
         replaced = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
     else:
         replaced = None
 
-    adds = _run_job(df, table, snapshot.schema, written, options)
-    staged = StagedWrite(table, tx, adds, 0)
+    adds = _run_job(
+        df,
+        uri,
+        snapshot.schema,
+        snapshot.partition_columns,
+        snapshot.configuration,
+        written,
+        options,
+    )
+    staged = StagedWrite(table._storage, adds, table=table, tx=tx, app=app_id is not None)
     try:
-        data_schema = StructType(
-            tuple(f for f in snapshot.schema.fields if f.name not in snapshot.partition_columns)
-        )
-        for add in adds:
-            check_nullability(add.stats or "{}", data_schema, add.path)
+        if predicate is not None:
+            _check_inside(adds, predicate, snapshot.schema, snapshot.partition_columns)
         if dynamic and adds:
             replaced = tx.read_files(_written_partitions(adds, snapshot.partition_columns))
         tx.add(adds)
@@ -314,6 +370,91 @@ def stage(
         staged.abort()
         raise
     return staged
+
+
+def _stage_new_table(
+    df: DataFrame,
+    uri: str,
+    frame_schema: StructType,
+    *,
+    mode: str,
+    partition_by: Sequence[str],
+    replace_where: PredicateLike | None,
+    options: dict[str, str],
+    app_id: str | None,
+    app_version: int | None,
+    configuration: Mapping[str, str] | None,
+) -> StagedWrite:
+    """Stage the first commit of a new table: metadata, protocol and the DataFrame's files."""
+    storage = TableStorage.open(uri, options)
+    metadata, protocol = new_table_actions(
+        schema_for_new_table(frame_schema),
+        partition_by=partition_by,
+        configuration=configuration,
+    )
+    schema = StructType.from_json_string(metadata.schema_string or "")
+    refuse_unenforced_constraints(schema, uri=uri)
+    partition_columns = list(metadata.partition_columns)
+    predicate = _replace_predicate(df, replace_where, schema, partition_columns)
+    written = [f.name for f in frame_schema.fields]
+    adds = _run_job(df, uri, schema, partition_columns, metadata.configuration, written, options)
+    staged = StagedWrite(storage, adds, app=app_id is not None)
+    try:
+        if predicate is not None:
+            _check_inside(adds, predicate, schema, partition_columns)
+        info = make_commit_info(
+            operation="WRITE",
+            parameters=_parameters(mode, partition_by, replace_where, predicate),
+            read_version=None,
+            is_blind_append=mode == "append",
+            metrics={
+                "numFiles": str(len(adds)),
+                "numOutputRows": str(sum(_records(a) for a in adds)),
+                "numOutputBytes": str(sum(a.size for a in adds)),
+            },
+        )
+        actions: list[Action] = [info, protocol, metadata]
+        if app_id is not None and app_version is not None:
+            actions.append(Txn(app_id=app_id, version=app_version, last_updated=now_ms()))
+        actions.extend(adds)
+        staged._first_commit = serialize_actions(actions)
+    except BaseException:
+        staged.abort()
+        raise
+    return staged
+
+
+def _replace_predicate(
+    df: DataFrame,
+    replace_where: PredicateLike | None,
+    schema: StructType,
+    partition_columns: list[str],
+) -> Predicate | None:
+    """``replace_where`` as a checked predicate, timestamps in the Spark session's zone."""
+    if replace_where is None:
+        return None
+    predicate = in_session_time_zone(as_predicate(replace_where), schema, _session_time_zone(df))
+    validate(predicate, schema, partition_columns)
+    return predicate
+
+
+def _parameters(
+    mode: str,
+    partition_by: Sequence[str],
+    replace_where: PredicateLike | None,
+    predicate: Predicate | None,
+) -> dict[str, Any]:
+    """``operationParameters`` of the WRITE, as delta-spark records them."""
+    parameters: dict[str, Any] = {
+        "mode": "Overwrite" if mode == "overwrite" else "Append",
+        # The writer's partitionBy, "[]" when not given.
+        "partitionBy": orjson.dumps(list(partition_by)).decode(),
+    }
+    if predicate is not None:
+        parameters["predicate"] = (
+            replace_where if isinstance(replace_where, str) else str(predicate)
+        )
+    return parameters
 
 
 def _check_arguments(
@@ -347,30 +488,6 @@ def _check_arguments(
         raise InvalidInputError(f"app_version must be a non-negative int, not {app_version!r}")
 
 
-def _open_or_create(
-    uri: str,
-    frame_schema: StructType,
-    partition_by: Sequence[str],
-    configuration: Mapping[str, str] | None,
-    options: dict[str, str],
-) -> DeltaTable:
-    """The table at ``uri``; created from the DataFrame's schema when there is none."""
-    try:
-        return DeltaTable(uri, storage_options=options, background_checkpoints=False)
-    except TableNotFoundError:
-        pass
-    # Created concurrently? Then write into it like into any existing table.
-    with contextlib.suppress(TableAlreadyExistsError):
-        DeltaTable.create(
-            uri,
-            schema_for_new_table(frame_schema),
-            partition_by=list(partition_by),
-            configuration=configuration,
-            storage_options=options,
-        )
-    return DeltaTable(uri, storage_options=options, background_checkpoints=False)
-
-
 def _session_overwrite_mode(df: DataFrame) -> str:
     value = df.sparkSession.conf.get("spark.sql.sources.partitionOverwriteMode", "static")
     return str(value or "static").lower()
@@ -380,68 +497,21 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _check_replace_where(
-    df: DataFrame, predicate: Predicate, schema: StructType, partition_columns: list[str]
-) -> None:
-    """Refuse a DataFrame with rows outside ``predicate``, before anything is written.
-
-    Spark computes the distinct partition values of the DataFrame; the predicate is evaluated
-    on them with the same code that later selects the files to replace.
-
-    Raises:
-        ReplaceWhereMismatchError: Naming up to three offending partitions.
-    """
-    from pyspark.sql import functions as F
-
-    columns = []
-    for name in partition_columns:
-        t = schema.field(name).type
-        if t == PrimitiveType("timestamp"):
-            columns.append(F.unix_micros(F.col(_quote(name))).alias(name))
-        elif t == PrimitiveType("timestamp_ntz"):
-            columns.append(F.col(_quote(name)).cast("string").alias(name))
-        else:
-            columns.append(F.col(_quote(name)))
-    rows = df.select(*columns).distinct().collect()
-    values = [
-        {name: _partition_text(row[i], schema, name) for i, name in enumerate(partition_columns)}
-        for row in rows
-    ]
-    table = partition_table(values, schema, partition_columns)
-    outside = [
-        v for v, ok in zip(values, matches(predicate, table).to_pylist(), strict=True) if not ok
-    ]
-    if outside:
-        raise ReplaceWhereMismatchError(
-            f"{len(outside)} partition(s) of the DataFrame fall outside replace_where "
-            f"{predicate}, e.g. {outside[:3]}; nothing was written"
-        )
-
-
-def _partition_text(value: Any, schema: StructType, name: str) -> str | None:
-    t = schema.field(name).type
-    if value is not None and t == PrimitiveType("timestamp"):
-        value = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(value))
-    if isinstance(value, bytearray):
-        value = bytes(value)
-    text = serialize_partition_value(value, t)
-    return None if text == "" else text
-
-
 def _run_job(
     df: DataFrame,
-    table: DeltaTable,
+    uri: str,
     schema: StructType,
+    partition_columns: list[str],
+    configuration: Mapping[str, str | None],
     written: list[str],
     options: dict[str, str],
 ) -> list[AddFile]:
     """Run the Spark job that writes the data files; the ``add`` actions for them.
 
     Raises:
-        SparkWriteError: The job failed.
+        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
+        SparkWriteError: The job failed otherwise.
     """
-    snapshot = table.snapshot
-    partition_columns = snapshot.partition_columns
     conf = df.sparkSession.conf
     codec = str(conf.get("spark.sql.parquet.compression.codec", "snappy") or "snappy").lower()
     if codec not in CODECS:
@@ -449,9 +519,9 @@ def _run_job(
             f"spark.sql.parquet.compression.codec={codec!r} is not one deltalog can write "
             f"({sorted(CODECS)})"
         )
-    indexed = snapshot.configuration.get("delta.dataSkippingNumIndexedCols")
+    indexed = configuration.get("delta.dataSkippingNumIndexedCols")
     plan = TaskPlan(
-        uri=table.uri,
+        uri=uri,
         storage_options=options,
         partition_schema=StructType(
             tuple(schema.field(c) for c in partition_columns)
@@ -460,11 +530,20 @@ def _run_job(
         num_indexed_cols=int(indexed) if indexed else DEFAULT_INDEXED_COLS,
         codec=codec,
         max_records_per_file=int(conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0),
+        table_schema=schema.to_json_string(),
+        spark_version=str(df.sparkSession.version),
     )
     try:
         rows = df.mapInArrow(lambda batches: write_task(plan, batches), RESULT_DDL).collect()
     except Exception as exc:
-        raise SparkWriteError(f"the Spark job writing to {table.uri} failed: {exc}") from exc
+        text = str(exc)
+        marker = f"{ConstraintViolationError.__name__}: "
+        if marker in text:
+            reason = text.split(marker, 1)[1].splitlines()[0]
+            raise ConstraintViolationError(
+                f"{reason} (writing to {uri}; nothing was committed)"
+            ) from exc
+        raise SparkWriteError(f"the Spark job writing to {uri} failed: {exc}") from exc
     return [
         AddFile(
             path=row["path"],
@@ -495,7 +574,7 @@ def _written_partitions(adds: list[AddFile], partition_columns: list[str]) -> Pr
         [
             _balanced(
                 [
-                    IsNull(name) if value is None else Comparison(name, "=", value)
+                    IsNull(name) if value is None else In(name, (value,))  # NaN = NaN
                     for name, value in zip(partition_columns, combo, strict=True)
                 ],
                 And,
@@ -517,3 +596,122 @@ def _balanced(terms: list[Predicate], kind: type[And] | type[Or]) -> Predicate:
 def _records(add: AddFile) -> int:
     stats = orjson.loads(add.stats or "{}")
     return int(stats.get("numRecords", 0))
+
+
+def _session_time_zone(df: DataFrame) -> str:
+    return str(df.sparkSession.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
+
+
+def in_session_time_zone(predicate: Predicate, schema: StructType, zone: str) -> Predicate:
+    """``predicate`` with zone-less timestamp literals read in ``zone``, as Spark SQL reads them.
+
+    Text such as ``'2024-01-01 00:00:00'`` compared with a ``timestamp`` column means midnight
+    in the Spark session's time zone; text with an offset keeps it. The zone is resolved only
+    when such a literal needs it.
+
+    Raises:
+        InvalidPredicateError: A literal needs ``zone`` and it is not a zone deltalog knows.
+    """
+
+    def fix(column: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            field_type = schema.field(column).type
+        except KeyError:
+            return value
+        if field_type != PrimitiveType("timestamp"):
+            return value
+        try:
+            parsed = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return value  # left for validate() to refuse
+        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=spark_zone(zone))
+
+    def walk(p: Predicate) -> Predicate:
+        if isinstance(p, Comparison):
+            return Comparison(p.column, p.op, fix(p.column, p.value))
+        if isinstance(p, In):
+            return In(p.column, tuple(fix(p.column, v) for v in p.values), negated=p.negated)
+        if isinstance(p, And):
+            return And(walk(p.left), walk(p.right))
+        if isinstance(p, Or):
+            return Or(walk(p.left), walk(p.right))
+        if isinstance(p, Not):
+            return Not(walk(p.operand))
+        return p
+
+    return walk(predicate)
+
+
+_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
+#: Java's ZoneId.SHORT_IDS, which Spark accepts for spark.sql.session.timeZone.
+_SHORT_IDS = {
+    "EST": "-05:00",
+    "MST": "-07:00",
+    "HST": "-10:00",
+    "ACT": "Australia/Darwin",
+    "AET": "Australia/Sydney",
+    "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo",
+    "AST": "America/Anchorage",
+    "BET": "America/Sao_Paulo",
+    "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare",
+    "CNT": "America/St_Johns",
+    "CST": "America/Chicago",
+    "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa",
+    "ECT": "Europe/Paris",
+    "IET": "America/Indiana/Indianapolis",
+    "IST": "Asia/Kolkata",
+    "JST": "Asia/Tokyo",
+    "MIT": "Pacific/Apia",
+    "NET": "Asia/Yerevan",
+    "NST": "Pacific/Auckland",
+    "PLT": "Asia/Karachi",
+    "PNT": "America/Phoenix",
+    "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles",
+    "SST": "Pacific/Guadalcanal",
+    "VST": "Asia/Ho_Chi_Minh",
+}
+
+
+def spark_zone(name: str) -> dt.tzinfo:
+    """A Spark session time zone (region id, offset such as ``+05:00``/``GMT+1``, short id).
+
+    Raises:
+        InvalidPredicateError: Not a zone this recognises.
+    """
+    text = _SHORT_IDS.get(name.strip().upper(), name.strip())
+    if text.upper() in ("Z", "UTC", "GMT", "UT"):
+        return dt.UTC
+    match = _OFFSET.match(text)
+    if match:
+        sign = -1 if match.group(1) == "-" else 1
+        offset = dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0))
+        return dt.timezone(sign * offset)
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidPredicateError(f"unknown Spark session time zone {name!r}") from exc
+
+
+def _check_inside(
+    adds: list[AddFile], predicate: Predicate, schema: StructType, partition_columns: list[str]
+) -> None:
+    """Refuse written files outside ``replace_where`` (checked on what was actually written).
+
+    Raises:
+        ReplaceWhereMismatchError: Naming up to three offending partitions.
+    """
+    values = [a.partition_values for a in adds]
+    verdicts = matches(predicate, partition_table(values, schema, partition_columns)).to_pylist()
+    outside = [v for v, ok in zip(values, verdicts, strict=True) if not ok]
+    if outside:
+        distinct = sorted({orjson.dumps(v).decode() for v in outside})
+        raise ReplaceWhereMismatchError(
+            f"rows in {len(distinct)} partition(s) fall outside replace_where {predicate}, "
+            f"e.g. {distinct[:3]}; nothing was committed"
+        )
