@@ -761,15 +761,7 @@ class Transaction:
         return only_adds and not reads
 
     def _metrics(self) -> dict[str, str]:
-        adds = list(self._adds.values())
-        metrics = {
-            "numFiles": str(len(adds)),
-            "numOutputRows": str(sum(_num_records(a) for a in adds)),
-            "numOutputBytes": str(sum(a.size for a in adds)),
-        }
-        if self._removes:
-            metrics["numRemovedFiles"] = str(len(self._removes))
-        return metrics
+        return write_metrics(list(self._adds.values()), removed=len(self._removes))
 
     def _reads(self, level: str) -> TransactionReads:
         snap = self._snapshot
@@ -830,8 +822,21 @@ def _covers(existing: Txn | None, staged: Txn) -> bool:
     return existing is not None and existing.version >= staged.version
 
 
-def _num_records(add: AddFile) -> int:
+def num_records(add: AddFile) -> int:
+    """``numRecords`` from an ``add``'s stats (0 when it has none)."""
     if not add.stats:
         return 0
     n = orjson.loads(add.stats).get("numRecords", 0)
     return n if isinstance(n, int) else 0
+
+
+def write_metrics(adds: list[AddFile], *, removed: int = 0) -> dict[str, str]:
+    """``commitInfo.operationMetrics`` of a write, as delta-spark records them."""
+    metrics = {
+        "numFiles": str(len(adds)),
+        "numOutputRows": str(sum(num_records(a) for a in adds)),
+        "numOutputBytes": str(sum(a.size for a in adds)),
+    }
+    if removed:
+        metrics["numRemovedFiles"] = str(removed)
+    return metrics

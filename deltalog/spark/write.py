@@ -55,7 +55,7 @@ from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
 from deltalog.stats import DEFAULT_INDEXED_COLS
 from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable, new_table_actions
-from deltalog.transaction import Transaction
+from deltalog.transaction import Transaction, num_records, write_metrics
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -169,7 +169,7 @@ class StagedWrite:
             version=version,
             files_added=len(self.adds),
             files_removed=self._removed,
-            rows=sum(_records(a) for a in self.adds),
+            rows=sum(num_records(a) for a in self.adds),
             bytes=sum(a.size for a in self.adds),
         )
 
@@ -407,11 +407,7 @@ def _stage_new_table(
             parameters=_parameters(mode, partition_by, replace_where, predicate),
             read_version=None,
             is_blind_append=mode == "append",
-            metrics={
-                "numFiles": str(len(adds)),
-                "numOutputRows": str(sum(_records(a) for a in adds)),
-                "numOutputBytes": str(sum(a.size for a in adds)),
-            },
+            metrics=write_metrics(adds),
         )
         actions: list[Action] = [info, protocol, metadata]
         if app_id is not None and app_version is not None:
@@ -591,11 +587,6 @@ def _balanced(terms: list[Predicate], kind: type[And] | type[Or]) -> Predicate:
         return terms[0]
     middle = len(terms) // 2
     return kind(_balanced(terms[:middle], kind), _balanced(terms[middle:], kind))
-
-
-def _records(add: AddFile) -> int:
-    stats = orjson.loads(add.stats or "{}")
-    return int(stats.get("numRecords", 0))
 
 
 def _session_time_zone(df: DataFrame) -> str:
