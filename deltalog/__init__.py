@@ -12,6 +12,7 @@ from deltalog.actions import (
     RemoveFile,
     Txn,
 )
+from deltalog.check import CheckReport, Finding, check_table
 from deltalog.commit import RetryPolicy
 from deltalog.errors import (
     AppendOnlyError,
@@ -69,6 +70,7 @@ __all__ = [
     "AddCDCFile",
     "AddFile",
     "AppendOnlyError",
+    "CheckReport",
     "CommitAttemptsExhaustedError",
     "CommitFailedError",
     "CommitInfo",
@@ -90,6 +92,7 @@ __all__ = [
     "DomainMetadata",
     "DuplicateFileError",
     "FileNotInTableError",
+    "Finding",
     "InvalidInputError",
     "InvalidPathError",
     "InvalidPredicateError",
@@ -125,5 +128,6 @@ __all__ = [
     "VersionGapError",
     "VersionNotFoundError",
     "__version__",
+    "check_table",
     "col",
 ]

@@ -1,8 +1,9 @@
-"""The ``deltalog`` command: inspect a table's version, schema, files and history; checkpoint it.
+"""The ``deltalog`` command: inspect, check and checkpoint a table.
 
 Every subcommand prints a readable report, or with ``--json`` exactly one JSON document on
 stdout. Errors print one line on stderr and exit with status 2 (bad input or corrupt table) or
-1 (anything unexpected is not caught: it is a bug and shows its traceback).
+1 (anything unexpected is not caught: it is a bug and shows its traceback). ``check`` exits
+with 3 when it finds problems at or above ``--fail-on``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from deltalog.check import CheckReport, check_table
 from deltalog.errors import DeltaLogError, InvalidInputError
 from deltalog.table import DeltaTable
 
@@ -35,7 +37,8 @@ def _options(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InvalidInputError(f"--option expects KEY=VALUE, got {pair!r}")
+            # The argument is not echoed: it may well be a secret typed with the wrong separator.
+            raise InvalidInputError("--option expects KEY=VALUE (an argument has no '=')")
         options[key.strip()] = value
     return options
 
@@ -166,6 +169,40 @@ def cmd_checkpoint(args: argparse.Namespace) -> None:
         )
 
 
+#: Findings of one code printed in text mode (``--json`` has them all).
+_SHOWN_PER_CODE = 20
+
+
+def _print_check(report: CheckReport) -> None:
+    c = report.checked
+    print(
+        f"checked {report.table} up to version {report.version}: {c.get('commits', 0)} commits, "
+        f"{c.get('checkpoints', 0)} checkpoints, {c.get('live_files', 0)} live files"
+    )
+    shown: dict[str, int] = {}
+    for f in report.findings:
+        shown[f.code] = shown.get(f.code, 0) + 1
+        if shown[f.code] > _SHOWN_PER_CODE:
+            continue
+        version = "-" if f.version is None else f"v{f.version}"
+        print(f"{f.severity.upper():<8} {version:>7}  {f.code}: {f.message}")
+    for code, n in shown.items():
+        if n > _SHOWN_PER_CODE:
+            print(f"... and {n - _SHOWN_PER_CODE} more {code} (--json lists every finding)")
+    s = report.summary()
+    print(f"{s['error']} errors, {s['warning']} warnings, {s['info']} infos")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``deltalog check``."""
+    report = check_table(args.table, _options(args.option or []), data_files=not args.no_data_files)
+    if args.json:
+        _emit(report.to_json())
+    else:
+        _print_check(report)
+    return report.exit_code(args.fail_on)
+
+
 def _emit(doc: Any) -> None:
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
 
@@ -203,6 +240,29 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--json", action="store_true")
     history.set_defaults(func=cmd_history)
 
+    check = sub.add_parser(
+        "check",
+        parents=[store],
+        help="validate the log, checkpoints and data files; exit 3 on findings",
+        description="Validate a table: contiguous versions, valid commits, checkpoints equal to "
+        "replay, _last_checkpoint, data files present with their sizes, stats, features, "
+        "paths. Exit status: 0 clean, 3 findings at or above --fail-on, 2 cannot check.",
+    )
+    check.add_argument("table")
+    check.add_argument("--json", action="store_true")
+    check.add_argument(
+        "--fail-on",
+        choices=["error", "warning", "info"],
+        default="error",
+        help="lowest severity that makes the exit status 3 (default: error)",
+    )
+    check.add_argument(
+        "--no-data-files",
+        action="store_true",
+        help="skip the data files (existence, sizes, orphans): check the log only",
+    )
+    check.set_defaults(func=cmd_check)
+
     checkpoint = sub.add_parser(
         "checkpoint", parents=[store], help="write a checkpoint of the latest version"
     )
@@ -216,14 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deltalog`` console script."""
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        status = args.func(args)
     except DeltaLogError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"deltalog: error: {type(exc).__name__}: {message}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return 0
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":

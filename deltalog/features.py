@@ -42,6 +42,51 @@ WRITABLE_FEATURES = frozenset(
     }
 )
 
+#: Writer features Delta defines (delta-spark's TableFeature names; others are reported).
+DELTA_WRITER_FEATURES = frozenset(
+    {
+        "adaptiveMetadata-preview",
+        "allowColumnDefaults",
+        "appendOnly",
+        "catalogManaged",
+        "catalogOwned-preview",
+        "changeDataFeed",
+        "checkConstraints",
+        "checkpointProtection",
+        "clustering",
+        "collations",
+        "collations-preview",
+        "columnMapping",
+        "coordinatedCommits-preview",
+        "deletionVectors",
+        "domainMetadata",
+        "generatedColumns",
+        "geospatial",
+        "geospatial-dev",
+        "icebergCompatV1",
+        "icebergCompatV2",
+        "icebergCompatV3",
+        "icebergWriterCompatV1",
+        "icebergWriterCompatV3",
+        "identityColumns",
+        "inCommitTimestamp",
+        "invariants",
+        "materializePartitionColumns",
+        "redirectReaderWriter-preview",
+        "redirectWriterOnly-preview",
+        "rowTracking",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+        "variantShredding",
+        "variantShredding-preview",
+        "variantType",
+        "variantType-preview",
+    }
+)
+
 # Writer features that are only safe to honour while the table does not actually use them:
 # deltalog cannot evaluate constraints or generation expressions on data it did not write.
 _USE_CHECKS: dict[str, Callable[[Metadata], bool]] = {

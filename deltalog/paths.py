@@ -93,3 +93,58 @@ def check_relative(path: str) -> str:
     if any(s == ".." for s in segments) or not segments:
         raise InvalidPathError(f"path {path!r} escapes the table root")
     return "/".join(segments)
+
+
+#: Schemes that address the same store under another name (Hadoop's S3 connectors).
+_SCHEME_FAMILY = {"s3a": "s3", "s3n": "s3"}
+
+
+def _split_location(location: str) -> tuple[str, str, str]:
+    """``(scheme family, authority, path)`` of an absolute location or a table root.
+
+    ``/x/y``, ``file:/x/y`` and ``file:///x/y`` are all ``("file", "", "/x/y")``;
+    ``s3a://b/k`` is ``("s3", "b", "/k")``.
+    """
+    if location.startswith("/") or not has_scheme(location):
+        return "file", "", location
+    scheme, _, rest = location.partition(":")
+    family = _SCHEME_FAMILY.get(scheme.lower(), scheme.lower())
+    authority = ""
+    if rest.startswith("//"):
+        authority, _, tail = rest[2:].partition("/")
+        rest = "/" + tail
+    if family == "file" and authority == "localhost":
+        authority = ""
+    return family, authority, "/" + rest.lstrip("/")
+
+
+def check_action_path(path: str, root: str) -> bool:
+    """Refuse an ``add``/``remove`` path that could reach files another table or account owns.
+
+    No path may have ``..`` segments (after percent-decoding). An absolute path (``s3://b/k``,
+    ``/x``, ``file:/x``) must be on the table's store and in its bucket, container or account.
+
+    Args:
+        path: The path as logged (percent-encoded).
+        root: The table root, in the store's notation.
+
+    Returns:
+        Whether the path is absolute and outside the table root: allowed (shallow clones refer
+        to another table's files this way) but worth reporting.
+
+    Raises:
+        InvalidPathError: The path is empty, has ``..`` segments, or is on another store,
+            bucket or account.
+    """
+    decoded = decode_path(path)
+    if not decoded:
+        raise InvalidPathError("a file action has an empty path")
+    if any(s == ".." for s in decoded.replace("\\", "/").split("/")):
+        raise InvalidPathError(f"path {path!r} has '..' segments: it could leave the table")
+    if not (decoded.startswith("/") or has_scheme(decoded)):
+        return False
+    family, authority, where = _split_location(decoded)
+    root_family, root_authority, root_path = _split_location(root)
+    if (family, authority) != (root_family, root_authority):
+        raise InvalidPathError(f"path {path!r} is on another store, bucket or account")
+    return not where.startswith(root_path.rstrip("/") + "/")

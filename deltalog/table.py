@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Metadata, Protocol, serialize_actions
+from deltalog.check import CheckReport, check_storage
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.errors import (
@@ -420,6 +421,21 @@ class DeltaTable:
             The names of the deleted files.
         """
         return cleanup_log(self._storage, dict(self._snapshot.configuration))
+
+    def check(self, *, data_files: bool = True) -> CheckReport:
+        """Validate the table's log, checkpoints and data files (see :mod:`deltalog.check`).
+
+        The whole log is checked as it is now on storage, not only up to the version this
+        object reads.
+
+        Args:
+            data_files: Also check that live files exist with their logged sizes, and report
+                orphans.
+
+        Returns:
+            The findings; ``report.ok`` is true when there is no error.
+        """
+        return check_storage(self._storage, data_files=data_files)
 
     def checkpoint(self) -> LastCheckpoint:
         """Write a checkpoint of the version this object reads and point ``_last_checkpoint`` at it.

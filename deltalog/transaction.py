@@ -61,7 +61,7 @@ from deltalog.features import (
 )
 from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
 from deltalog.partitions import check_partition_columns, parse_partition_value
-from deltalog.paths import commit_name
+from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
 from deltalog.replay import advance, read_commit
@@ -265,7 +265,8 @@ class Transaction:
             DuplicateFileError: A file is staged twice.
             PartitionValueError: Partition values do not match the table.
             SchemaMismatchError: A Parquet file's columns do not fit the table.
-            InvalidPathError: A path escapes the table or is on another store.
+            InvalidPathError: A path escapes the table (``..``) or is on another store, bucket
+                or account.
         """
         self._check_open()
         given = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
@@ -288,6 +289,8 @@ class Transaction:
         pending: dict[str, AddFile] = {}
         described_iter = iter(described)
         for item in items:
+            if isinstance(item, AddFile | AddCDCFile):
+                check_action_path(item.path, self._storage.root)
             if isinstance(item, AddCDCFile):
                 self._cdc.append(item)
                 continue
@@ -328,6 +331,8 @@ class Transaction:
         Raises:
             FileNotInTableError: A file is not live in the snapshot.
             DuplicateFileError: A file is removed twice.
+            InvalidPathError: A path has ``..`` segments or is on another store, bucket or
+                account (never live in a sound table; refused before looking).
         """
         self._check_open()
         if isinstance(files, pa.Table):
@@ -337,6 +342,8 @@ class Transaction:
             given = [files]
         else:
             given = list(files)
+        for one in given:
+            check_action_path(one if isinstance(one, str) else one.path, self._storage.root)
         ready = [f for f in given if isinstance(f, RemoveFile)]
         if ready:
             self._removes_for([r.path for r in ready], data_change)  # each must be live

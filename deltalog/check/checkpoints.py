@@ -1,0 +1,150 @@
+"""Checkpoints as the checker reads them, and ``_last_checkpoint`` against them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from checkpoints.errors import CheckpointError, CheckpointFormatError
+from checkpoints.last_checkpoint import parse_last_checkpoint
+from checkpoints.reader import CheckpointData, read_checkpoint
+from deltalog.actions import DeletionVector, DomainMetadata, Metadata, Protocol, Txn, parse_action
+from deltalog.check.actions import ActionChecks
+from deltalog.check.state import Layout, LiveFile, TableState
+from deltalog.errors import MalformedCommitError
+from deltalog.file_actions import canonical_path, file_key
+from deltalog.paths import LAST_CHECKPOINT
+from deltalog.segment import Checkpoint
+from deltalog.storage import TableStorage, storage_errors
+
+_ADD_FIELDS = ("path", "size", "partitionValues", "deletionVector", "stats")
+_REMOVE_FIELDS = ("path",)
+
+
+class CheckpointChecks:
+    """Loads checkpoints into states (checking their rows) and checks ``_last_checkpoint``.
+
+    Args:
+        storage: The table's storage.
+        checks: The action rules, shared with the commit walk.
+    """
+
+    def __init__(self, storage: TableStorage, checks: ActionChecks) -> None:
+        self.storage = storage
+        self.checks = checks
+        self.findings = checks.findings
+        self._read: dict[int, CheckpointData] = {}
+
+    def load(self, checkpoint: Checkpoint) -> TableState | None:
+        """The state checkpoint holds; ``None`` (reported) when it cannot be read."""
+        version = checkpoint.version
+        where = checkpoint.files[0].path
+        try:
+            with storage_errors(f"cannot read checkpoint {version}"):
+                data = read_checkpoint(
+                    self.storage.store,
+                    [f.path for f in checkpoint.files],
+                    add_fields=_ADD_FIELDS,
+                    remove_fields=_REMOVE_FIELDS,
+                )
+            actions = [parse_action({name: body}) for name, body in data.actions]
+        except (CheckpointError, MalformedCommitError) as exc:
+            self.findings.report(
+                "corrupt-checkpoint", f"checkpoint {version}: {exc}", version, where
+            )
+            return None
+        self._read[version] = data
+        protocols = [a for a in actions if isinstance(a, Protocol)]
+        metadatas = [a for a in actions if isinstance(a, Metadata)]
+        if len(protocols) != 1 or len(metadatas) != 1:
+            self.findings.report(
+                "corrupt-checkpoint",
+                f"checkpoint {version} has {len(protocols)} protocol and {len(metadatas)} "
+                "metaData actions; it needs exactly one of each",
+                version,
+                where,
+            )
+            return None
+        state = TableState()
+        self.checks.apply(state, version, [*protocols, *metadatas], where)
+        for action in actions:
+            if isinstance(action, Txn):
+                state.txns[action.app_id] = action.version
+            elif isinstance(action, DomainMetadata) and not action.removed:
+                state.domains[action.domain] = action.configuration
+        layout = self.checks.layouts.of(metadatas[0], version, where)
+        for table in data.adds:
+            for row in table.to_pylist():
+                self._add(state, row, layout, version, where)
+        prefix = self.checks.prefix
+        for table in data.removes:
+            for removed in table.column("path").to_pylist():
+                if isinstance(removed, str):
+                    state.removed.add(canonical_path(removed, prefix))
+        return state
+
+    def _add(
+        self,
+        state: TableState,
+        row: dict[str, Any],
+        layout: Layout | None,
+        version: int,
+        where: str,
+    ) -> None:
+        path, size = row["path"], row["size"]
+        if not isinstance(path, str) or not isinstance(size, int):
+            self.findings.report(
+                "corrupt-checkpoint", f"an add row lacks its path or size: {row}", version, where
+            )
+            return
+        self.checks.path(path, version, where)
+        values = dict(row["partitionValues"] or [])
+        self.checks.file(path, values, row["stats"], layout, version)
+        dv = row["deletionVector"]
+        key = file_key(path, DeletionVector.unique_id(dv) if dv else None, self.checks.prefix)
+        if key in state.files:
+            self.findings.report(
+                "duplicate-add", f"checkpoint {version} adds {path!r} twice", version, where
+            )
+        state.files[key] = LiveFile(path, size, tuple(sorted(values.items())), version)
+
+    def last_checkpoint(self, checkpoints: Mapping[int, list[Checkpoint]], latest: int) -> None:
+        """``_last_checkpoint`` parses, names a complete checkpoint, and agrees with it."""
+        path = self.storage.log_file(LAST_CHECKPOINT)
+        raw = self.storage.read_last_checkpoint()
+        if raw is None:
+            return
+        report = self.findings.report
+        try:
+            hint = parse_last_checkpoint(raw)
+        except CheckpointFormatError as exc:
+            report("bad-last-checkpoint", f"{exc}; readers list the whole log", None, path)
+            return
+        found = checkpoints.get(hint.version)
+        if hint.version > latest or not found:
+            report(
+                "last-checkpoint-mismatch",
+                f"_last_checkpoint names version {hint.version}, which has no complete checkpoint",
+                hint.version,
+                path,
+            )
+            return
+        data = self._read.get(hint.version)
+        if data is None:
+            return  # unreadable: reported with the checkpoint
+        files = found[0].files
+        adds = sum(t.num_rows for t in data.adds)
+        rows = len(data.actions) + adds + sum(t.num_rows for t in data.removes)
+        on_disk = sum(f.size for f in files)
+        v2 = any(name == "sidecar" for name, _ in data.actions)  # counts cover sidecars too
+        problems = []
+        if hint.num_of_add_files is not None and hint.num_of_add_files != adds:
+            problems.append(f"numOfAddFiles is {hint.num_of_add_files}, the checkpoint has {adds}")
+        if hint.parts is not None and hint.parts != len(files):
+            problems.append(f"parts is {hint.parts}, the checkpoint has {len(files)}")
+        if not v2 and hint.size is not None and hint.size != rows:
+            problems.append(f"size is {hint.size}, the checkpoint has {rows} actions")
+        if not v2 and hint.size_in_bytes is not None and hint.size_in_bytes != on_disk:
+            problems.append(f"sizeInBytes is {hint.size_in_bytes}, the files hold {on_disk}")
+        for problem in problems:
+            report("last-checkpoint-mismatch", f"_last_checkpoint: {problem}", hint.version, path)

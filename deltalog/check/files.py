@@ -1,0 +1,110 @@
+"""Data files against the replayed state: present, of the logged size, and orphans."""
+
+from __future__ import annotations
+
+from deltalog.check.findings import Findings
+from deltalog.check.state import TableState
+from deltalog.errors import InvalidPathError
+from deltalog.paths import LOG_DIR, check_action_path, decode_path, has_scheme
+from deltalog.storage import TableStorage, storage_errors
+from logstores import LogFileNotFoundError
+from logstores.local import local_path_from_uri
+
+
+class FileChecks:
+    """Checks the files under a table root.
+
+    Args:
+        storage: The table's storage.
+        findings: Where problems go.
+    """
+
+    def __init__(self, storage: TableStorage, findings: Findings) -> None:
+        self.storage = storage
+        self.findings = findings
+        self.root = storage.root.rstrip("/")
+
+    def location(self, action_path: str) -> str:
+        """Where an action's file is, in the store's notation."""
+        decoded = decode_path(action_path)
+        if decoded.startswith("file:"):
+            return local_path_from_uri(decoded)
+        if has_scheme(decoded) or decoded.startswith("/"):
+            return decoded
+        return self.storage.data_file(decoded)
+
+    def data_files(self, state: TableState) -> int:
+        """Every live file exists with its logged size; unreferenced files are orphans.
+
+        Returns:
+            How many files the listing of the table root found.
+        """
+        tree = self._list(self.root)
+        inside = self.root + "/"
+        referenced: set[str] = set()
+        for file in state.files.values():
+            try:
+                check_action_path(file.path, self.root)
+            except InvalidPathError:
+                continue  # reported as unsafe-path; never followed
+            location = self.location(file.path)
+            referenced.add(location)
+            size = tree.get(location)
+            if size is None and not location.startswith(inside):
+                size = self._size(location)
+            if size is None:
+                message = f"live file {file.path!r} (added in version {file.version}) is missing"
+                self.findings.report("missing-file", message, file.version, location)
+            elif size != file.size:
+                message = f"live file {file.path!r} holds {size} bytes, the log says {file.size}"
+                self.findings.report("size-mismatch", message, file.version, location)
+        referenced.update(self.location(path) for path in state.removed)
+        columns = set(state.metadata.partition_columns) if state.metadata else set()
+        for location in sorted(tree.keys() - referenced):
+            relative = location[len(inside) :]
+            name = relative.rsplit("/", 1)[-1]
+            if not location.startswith(inside) or _hidden(relative, columns):
+                continue
+            if name.startswith("deletion_vector_"):
+                continue  # referenced through a deletion vector descriptor, not a path
+            self.findings.report(
+                "orphan-file",
+                f"{relative} is not referenced by the log (uncommitted, or removed, not vacuumed)",
+                None,
+                location,
+            )
+        return len(tree)
+
+    def log_leftovers(self) -> None:
+        """Temp files of log writes that never completed (or whose commit lost a race)."""
+        log_path = self.storage.log_path
+        for location in self._list(log_path):
+            relative = location[len(log_path) + 1 :]
+            name = relative.rsplit("/", 1)[-1]
+            if relative.startswith(".tmp/") or (name.startswith(".") and name.endswith(".tmp")):
+                message = f"{LOG_DIR}/{relative} is a temp file of a log write"
+                self.findings.report("orphan-log-file", message, None, location)
+
+    def _list(self, directory: str) -> dict[str, int]:
+        try:
+            with storage_errors(f"cannot list {directory}"):
+                return {s.path: s.size for s in self.storage.store.list_tree(directory)}
+        except LogFileNotFoundError:
+            return {}
+
+    def _size(self, location: str) -> int | None:
+        try:
+            with storage_errors(f"cannot stat {location}"):
+                return self.storage.store.stat(location).size
+        except LogFileNotFoundError:
+            return None
+
+
+def _hidden(relative: str, partition_columns: set[str]) -> bool:
+    """Whether Delta ignores a path: a segment starts with ``_`` or ``.`` and is no partition."""
+    for segment in relative.split("/"):
+        if segment.startswith(("_", ".")):
+            name, eq, _ = segment.partition("=")
+            if not (eq and name in partition_columns):
+                return True
+    return False
