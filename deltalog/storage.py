@@ -21,6 +21,7 @@ from logstores import (
     UnsafeStoreConfigurationError,
     open_store,
 )
+from logstores.options import redact_uri
 
 
 @contextlib.contextmanager
@@ -60,7 +61,7 @@ class TableStorage:
         Raises:
             StorageError: No store can serve the URI (unknown scheme, missing SDK, bad options).
         """
-        with storage_errors(f"cannot open {uri}"):
+        with storage_errors(f"cannot open {redact_uri(uri)}"):
             store, root = open_store(uri, options)
         return cls(store, root, uri)
 

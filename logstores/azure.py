@@ -50,7 +50,7 @@ from logstores.errors import (
     StoreUnavailableError,
 )
 from logstores.object_store import ObjectLogStore
-from logstores.options import StoreOptions
+from logstores.options import StoreOptions, redact_uri, refuse_credentials_in_uri
 from logstores.retry import StoreRetryPolicy
 
 KNOWN_OPTIONS = (
@@ -110,19 +110,22 @@ def parse_azure_url(uri: str) -> tuple[str, str, str | None, str]:
     """Split an Azure table URL into (path prefix, container, account or None, key).
 
     Raises:
-        StoreConfigurationError: The URL has no container.
+        StoreConfigurationError: The URL has no container, or carries credentials.
     """
+    refuse_credentials_in_uri(uri)
     scheme, sep, rest = uri.partition("://")
     authority, _, key = rest.partition("/")
     if not sep or not authority:
-        raise StoreConfigurationError(f"expected {scheme}://container/path, got {uri!r}")
+        raise StoreConfigurationError(
+            f"expected {scheme}://container/path, got {redact_uri(uri)!r}"
+        )
     account = None
     container = authority
     if "@" in authority:
         container, _, host = authority.partition("@")
         account = host.split(".", 1)[0] or None
     if not container:
-        raise StoreConfigurationError(f"no container in {uri!r}")
+        raise StoreConfigurationError(f"no container in {redact_uri(uri)!r}")
     return f"{scheme}://{authority}/", container, account, key.strip("/")
 
 

@@ -124,6 +124,9 @@ class ExternalCoordinatedLogStore(LogStore):
         self.objects = objects
         self.ttl_seconds = ttl_seconds
 
+    def __repr__(self) -> str:  # the object store only: never a client or its credentials
+        return f"{type(self).__name__}({self.objects!r})"
+
     # ------------------------------------------------------------------ hooks
 
     @abstractmethod

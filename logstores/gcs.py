@@ -151,12 +151,7 @@ class GCSLogStore(ObjectLogStore):
                 kwargs["credentials"] = AnonymousCredentials()  # type: ignore[no-untyped-call]
                 client = storage.Client(**kwargs)
             elif key_file:
-                try:
-                    client = storage.Client.from_service_account_json(key_file, **kwargs)
-                except (OSError, ValueError) as exc:
-                    raise StoreConfigurationError(  # never echo the value: it may be key JSON
-                        f"cannot load gcs.credentials_file: {type(exc).__name__}"
-                    ) from exc
+                client = _service_account_client(key_file, kwargs)
             else:
                 client = storage.Client(**kwargs)
         retry = StoreRetryPolicy(
@@ -225,6 +220,28 @@ class GCSLogStore(ObjectLogStore):
         with gcs_errors(f"LIST {self.path_of(prefix)}"):
             blobs = self.client.list_blobs(self.bucket, prefix=prefix, max_results=1, retry=None)
             return any(True for _ in blobs)
+
+
+def _service_account_client(key_file: str, kwargs: dict[str, Any]) -> Any:
+    """A client signing in with the service-account key file ``key_file``.
+
+    Raises:
+        StoreConfigurationError: The file cannot be read or is not a service-account key. The
+            message never quotes the option's value: it may be key JSON pasted where a path was
+            expected.
+    """
+    unreadable = ""
+    try:
+        return storage.Client.from_service_account_json(key_file, **kwargs)
+    except OSError as exc:
+        unreadable = f"{type(exc).__name__} ({exc.strerror})"
+    except ValueError as exc:
+        raise StoreConfigurationError(
+            f"cannot load gcs.credentials_file: {type(exc).__name__}"
+        ) from exc
+    # Raised outside the handler so that neither __cause__ nor __context__ holds the OSError:
+    # its filename is the option's value, and tracebacks print the chain.
+    raise StoreConfigurationError(f"cannot load gcs.credentials_file: {unreadable}")
 
 
 def _status(path: str, blob: Any) -> FileStatus:

@@ -52,6 +52,9 @@ class ObjectLogStore(LogStore):
         self.prefix = prefix
         self.retry = retry or StoreRetryPolicy()
 
+    def __repr__(self) -> str:  # the bucket only: never the client, its config or credentials
+        return f"{type(self).__name__}({self.prefix!r})"
+
     # ------------------------------------------------------------------ backend primitives
 
     @abstractmethod

@@ -55,7 +55,7 @@ from logstores.errors import (
     UnsafeStoreConfigurationError,
 )
 from logstores.object_store import ObjectLogStore
-from logstores.options import StoreOptions, split_bucket_url
+from logstores.options import StoreOptions, redact_uri, split_bucket_url
 from logstores.retry import StoreRetryPolicy
 
 log = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ class S3LogStore(ObjectLogStore):
         if protocol == UNSAFE_SINGLE_WRITER:
             log.warning(
                 "%s: s3.commit_protocol=unsafe-single-writer; concurrent writers can lose commits",
-                uri,
+                redact_uri(uri),
             )
             return cls(client, prefix, bucket, create_mode="check-then-put", retry=retry), root
         return cls(client, prefix, bucket, retry=retry), root

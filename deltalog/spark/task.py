@@ -85,7 +85,7 @@ class TaskPlan:
     """
 
     uri: str
-    storage_options: dict[str, str] = field(default_factory=dict)
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # secrets
     partition_schema: str = '{"type":"struct","fields":[]}'
     data_columns: tuple[str, ...] = ()
     num_indexed_cols: int = 32
