@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from checkpoints.errors import CheckpointError, CheckpointFormatError
-from checkpoints.last_checkpoint import parse_last_checkpoint
+from checkpoints.errors import CheckpointError, CheckpointFormatError, IncompleteCheckpointError
+from checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.actions import DeletionVector, DomainMetadata, Metadata, Protocol, Txn, parse_action
 from deltalog.check.actions import ActionChecks
 from deltalog.check.state import Layout, LiveFile, TableState
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import canonical_path, file_key
-from deltalog.paths import LAST_CHECKPOINT
-from deltalog.segment import Checkpoint
+from deltalog.paths import LAST_CHECKPOINT, commit_name
+from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage, storage_errors
+from logstores import FileStatus
 
 _ADD_FIELDS = ("path", "size", "partitionValues", "deletionVector", "stats")
 _REMOVE_FIELDS = ("path",)
@@ -33,7 +35,8 @@ class CheckpointChecks:
         self.storage = storage
         self.checks = checks
         self.findings = checks.findings
-        self._read: dict[int, CheckpointData] = {}
+        # What _last_checkpoint is compared with, by the first file of each readable checkpoint.
+        self._counts: dict[str, _Counts] = {}
 
     def load(self, checkpoint: Checkpoint) -> TableState | None:
         """The state checkpoint holds; ``None`` (reported) when it cannot be read."""
@@ -49,11 +52,12 @@ class CheckpointChecks:
                 )
             actions = [parse_action({name: body}) for name, body in data.actions]
         except (CheckpointError, MalformedCommitError) as exc:
+            if isinstance(exc, IncompleteCheckpointError) and self._vanished(checkpoint):
+                return None  # deleted by log cleanup after the listing: nothing is wrong
             self.findings.report(
                 "corrupt-checkpoint", f"checkpoint {version}: {exc}", version, where
             )
             return None
-        self._read[version] = data
         protocols = [a for a in actions if isinstance(a, Protocol)]
         metadatas = [a for a in actions if isinstance(a, Metadata)]
         if len(protocols) != 1 or len(metadatas) != 1:
@@ -65,6 +69,7 @@ class CheckpointChecks:
                 where,
             )
             return None
+        self._counts[checkpoint.files[0].path] = _Counts.of(data)
         state = TableState()
         self.checks.apply(state, version, [*protocols, *metadatas], where)
         for action in actions:
@@ -82,6 +87,16 @@ class CheckpointChecks:
                 if isinstance(removed, str):
                     state.removed.add(canonical_path(removed, prefix))
         return state
+
+    def _written_since(self, version: int) -> bool:
+        """Whether a listing now shows a complete checkpoint of ``version``."""
+        listing = classify(self.storage.list_log(commit_name(version)[:20]))
+        return version in listing.checkpoints
+
+    def _vanished(self, checkpoint: Checkpoint) -> bool:
+        """Whether a file of the listed checkpoint is gone (a sidecar missing is corruption)."""
+        with storage_errors(f"cannot stat checkpoint {checkpoint.version}"):
+            return not all(self.storage.store.exists(f.path) for f in checkpoint.files)
 
     def _add(
         self,
@@ -121,6 +136,8 @@ class CheckpointChecks:
             report("bad-last-checkpoint", f"{exc}; readers list the whole log", None, path)
             return
         found = checkpoints.get(hint.version)
+        if not found and self._written_since(hint.version):
+            return  # a writer checkpointed after the listing: not what this check covers
         if hint.version > latest or not found:
             report(
                 "last-checkpoint-mismatch",
@@ -129,22 +146,49 @@ class CheckpointChecks:
                 path,
             )
             return
-        data = self._read.get(hint.version)
-        if data is None:
-            return  # unreadable: reported with the checkpoint
-        files = found[0].files
+        # A version may have several checkpoints (classic, multi-part, V2): the hint must agree
+        # with one of those that could be read (the others are reported as corrupt).
+        readable = [
+            (cp.files, self._counts[cp.files[0].path])
+            for cp in found
+            if cp.files[0].path in self._counts
+        ]
+        if not readable:
+            return
+        candidates = [_hint_problems(hint, files, counts) for files, counts in readable]
+        if all(candidates):
+            for problem in candidates[0]:
+                report(
+                    "last-checkpoint-mismatch", f"_last_checkpoint: {problem}", hint.version, path
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """What ``_last_checkpoint`` records about a checkpoint's content."""
+
+    adds: int
+    rows: int
+    v2: bool
+
+    @classmethod
+    def of(cls, data: CheckpointData) -> _Counts:
         adds = sum(t.num_rows for t in data.adds)
         rows = len(data.actions) + adds + sum(t.num_rows for t in data.removes)
-        on_disk = sum(f.size for f in files)
         v2 = any(name == "sidecar" for name, _ in data.actions)  # counts cover sidecars too
-        problems = []
-        if hint.num_of_add_files is not None and hint.num_of_add_files != adds:
-            problems.append(f"numOfAddFiles is {hint.num_of_add_files}, the checkpoint has {adds}")
-        if hint.parts is not None and hint.parts != len(files):
-            problems.append(f"parts is {hint.parts}, the checkpoint has {len(files)}")
-        if not v2 and hint.size is not None and hint.size != rows:
-            problems.append(f"size is {hint.size}, the checkpoint has {rows} actions")
-        if not v2 and hint.size_in_bytes is not None and hint.size_in_bytes != on_disk:
-            problems.append(f"sizeInBytes is {hint.size_in_bytes}, the files hold {on_disk}")
-        for problem in problems:
-            report("last-checkpoint-mismatch", f"_last_checkpoint: {problem}", hint.version, path)
+        return cls(adds, rows, v2)
+
+
+def _hint_problems(hint: LastCheckpoint, files: tuple[FileStatus, ...], c: _Counts) -> list[str]:
+    """How ``_last_checkpoint`` disagrees with one checkpoint's files and content."""
+    on_disk = sum(f.size for f in files)
+    problems: list[str] = []
+    if hint.num_of_add_files is not None and hint.num_of_add_files != c.adds:
+        problems.append(f"numOfAddFiles is {hint.num_of_add_files}, the checkpoint has {c.adds}")
+    if hint.parts is not None and hint.parts != len(files):
+        problems.append(f"parts is {hint.parts}, the checkpoint has {len(files)}")
+    if not c.v2 and hint.size is not None and hint.size != c.rows:
+        problems.append(f"size is {hint.size}, the checkpoint has {c.rows} actions")
+    if not c.v2 and hint.size_in_bytes is not None and hint.size_in_bytes != on_disk:
+        problems.append(f"sizeInBytes is {hint.size_in_bytes}, the files hold {on_disk}")
+    return problems

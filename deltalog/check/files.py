@@ -29,6 +29,10 @@ class FileChecks:
         decoded = decode_path(action_path)
         if decoded.startswith("file:"):
             return local_path_from_uri(decoded)
+        if "://" in decoded and "://" in self.root:
+            # The same store may go by another scheme (s3a:// for s3://); the store knows only
+            # the root's, and check_action_path has made sure the bucket is the root's.
+            return self.root.partition("://")[0] + "://" + decoded.partition("://")[2]
         if has_scheme(decoded) or decoded.startswith("/"):
             return decoded
         return self.storage.data_file(decoded)
@@ -43,9 +47,7 @@ class FileChecks:
         inside = self.root + "/"
         referenced: set[str] = set()
         for file in state.files.values():
-            try:
-                check_action_path(file.path, self.root)
-            except InvalidPathError:
+            if not _safe(file.path, self.root):
                 continue  # reported as unsafe-path; never followed
             location = self.location(file.path)
             referenced.add(location)
@@ -58,7 +60,7 @@ class FileChecks:
             elif size != file.size:
                 message = f"live file {file.path!r} holds {size} bytes, the log says {file.size}"
                 self.findings.report("size-mismatch", message, file.version, location)
-        referenced.update(self.location(path) for path in state.removed)
+        referenced.update(self.location(path) for path in state.removed if _safe(path, self.root))
         columns = set(state.metadata.partition_columns) if state.metadata else set()
         for location in sorted(tree.keys() - referenced):
             relative = location[len(inside) :]
@@ -93,11 +95,21 @@ class FileChecks:
             return {}
 
     def _size(self, location: str) -> int | None:
+        if "\x00" in location:
+            return None  # no store holds such a name (and os.stat raises ValueError on it)
         try:
             with storage_errors(f"cannot stat {location}"):
                 return self.storage.store.stat(location).size
         except LogFileNotFoundError:
             return None
+
+
+def _safe(action_path: str, root: str) -> bool:
+    try:
+        check_action_path(action_path, root)
+    except InvalidPathError:
+        return False
+    return True
 
 
 def _hidden(relative: str, partition_columns: set[str]) -> bool:

@@ -59,8 +59,8 @@ class _Walk:
         if latest is None:
             raise TableNotFoundError(f"no Delta table at {self.storage.uri}: the log is empty")
         self._incomplete_checkpoints(entries)
-        self._gaps(set(listing.commits), sorted(listing.checkpoints), latest)
-        state = self._replay(listing.commits, listing.checkpoints, latest)
+        self._gaps(set(listing.commits), sorted(listing.checkpoints))
+        state = self._replay(listing.commits, listing.checkpoints)
         self.checkpoints.last_checkpoint(listing.checkpoints, latest)
         if data_files and state is not None:
             self.checked["files_listed"] = self.files.data_files(state)
@@ -87,33 +87,37 @@ class _Walk:
                     None,
                 )
 
-    def _gaps(self, commits: set[int], checkpoints: list[int], latest: int) -> None:
+    def _gaps(self, commits: set[int], checkpoints: list[int]) -> None:
         start = checkpoints[0] + 1 if checkpoints else 0
-        present = commits.union(checkpoints)
-        for first, last in _runs([v for v in range(start, latest + 1) if v not in present]):
+        # Only the versions present are walked: a bogus name such as 99999999999999999999.json
+        # makes one huge gap, not a loop over every version in between.
+        present = sorted(v for v in commits.union(checkpoints) if v >= start)
+        for first, last in _holes(start, present):
             span = f"version {first}" if first == last else f"versions {first}-{last}"
             where = self.storage.log_file(commit_name(first))
             if first == 0:
                 message = f"{span} missing and no checkpoint covers them: the table is unreadable"
                 self.findings.report("missing-history", message, first, where)
             else:
-                message = f"{span} missing after the oldest retained checkpoint"
-                self.findings.report("version-gap", message, first, where)
+                after = " after the oldest retained checkpoint" if checkpoints else ""
+                self.findings.report("version-gap", f"{span} missing{after}", first, where)
 
     def _replay(
         self,
         commits: Mapping[int, FileStatus],
         checkpoints: Mapping[int, list[Checkpoint]],
-        latest: int,
     ) -> TableState | None:
-        """Walk every version; the state after ``latest``, or ``None`` if replay broke off.
+        """Walk every version; the state after the latest, or ``None`` if replay broke off.
 
         Replay starts at version 0, or at the first checkpoint that can be read, and starts
         again at the next readable checkpoint after a gap or an unreadable commit.
         """
-        first = min([*commits, *checkpoints])
-        state = TableState() if first == 0 and 0 in commits else None
-        for version in range(first, latest + 1):
+        state = TableState() if 0 in commits else None
+        previous = -1
+        for version in sorted(commits.keys() | checkpoints.keys()):
+            if version != previous + 1:
+                state = None  # a gap: replay resumes at the next readable checkpoint
+            previous = version
             status = commits.get(version)
             if status is not None:
                 actions = self._read_commit(version, status.name)
@@ -123,17 +127,19 @@ class _Walk:
                     self.checks.apply(state, version, actions, status.path)
                     if version == 0:
                         self._first_commit(state, status.path)
-            elif version not in checkpoints:
-                state = None
+            loaded_any = False
             for checkpoint in checkpoints.get(version, []):
                 loaded = self.checkpoints.load(checkpoint)
                 if loaded is None:
                     continue
+                loaded_any = True
                 self.checked["checkpoints"] += 1
                 if state is None:
                     state = loaded
                 else:
                     compare_checkpoint(version, state, loaded, self.findings)
+            if status is None and not loaded_any:
+                state = None  # neither the commit nor a checkpoint gives this version
         return state
 
     def _read_commit(self, version: int, name: str) -> list[Action] | None:
@@ -159,12 +165,15 @@ class _Walk:
             self.findings.report("missing-metadata", "version 0 has no metaData", 0, path)
 
 
-def _runs(versions: list[int]) -> list[tuple[int, int]]:
-    """Consecutive runs in a sorted list: ``[1, 2, 3, 7]`` → ``[(1, 3), (7, 7)]``."""
-    runs: list[tuple[int, int]] = []
-    for v in versions:
-        if runs and runs[-1][1] == v - 1:
-            runs[-1] = (runs[-1][0], v)
-        else:
-            runs.append((v, v))
-    return runs
+def _holes(start: int, present: list[int]) -> list[tuple[int, int]]:
+    """Missing runs from ``start`` up to the last of the sorted ``present``.
+
+    ``_holes(0, [0, 1, 4, 5, 7])`` is ``[(2, 3), (6, 6)]``.
+    """
+    holes: list[tuple[int, int]] = []
+    expected = start
+    for v in present:
+        if v > expected:
+            holes.append((expected, v - 1))
+        expected = v + 1
+    return holes
