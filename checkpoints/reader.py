@@ -135,6 +135,41 @@ def _row_groups_with(pf: pq.ParquetFile, action: str) -> list[int]:
 BATCH_ROWS = 64 * 1024
 
 
+def _repeats_a_name(t: pa.DataType) -> bool:
+    """Whether a struct anywhere in ``t`` has two fields of the same name."""
+    stack = [t]
+    while stack:
+        t = stack.pop()
+        if pa.types.is_struct(t):
+            names = [t.field(i).name for i in range(t.num_fields)]
+            if len(set(names)) != len(names):
+                return True
+            stack += [t.field(i).type for i in range(t.num_fields)]
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            stack.append(t.value_type)
+        elif pa.types.is_map(t):
+            stack += [t.key_type, t.item_type]
+    return False
+
+
+def _has_struct_column(top: pa.Schema, action: str, path: str) -> bool:
+    """Whether the file has an ``action`` column; it must be one struct column.
+
+    Raises:
+        CheckpointFormatError: The column is not a struct, its name repeats, or so does the
+            name of a field inside it.
+    """
+    found = top.get_all_field_indices(action)
+    if not found:
+        return False
+    t = top.field(found[0]).type
+    if len(found) > 1 or not pa.types.is_struct(t) or _repeats_a_name(t):
+        raise CheckpointFormatError(
+            f"{path}: column {action!r} is not one struct column with distinct field names"
+        )
+    return True
+
+
 def _read_columns(pf: pq.ParquetFile, columns: list[str], action: str) -> pa.Table | None:
     """The rows holding ``action``, read batch by batch from the row groups that may hold it.
 
@@ -172,7 +207,7 @@ def _read_parquet(
             pf = pq.ParquetFile(fh)
             top = pf.schema_arrow
             for action, fields in wanted.items():
-                if action not in top.names or not fields:
+                if not fields or not _has_struct_column(top, action, path):
                     continue
                 kids = {f.name for f in top.field(action).type}
                 columns = [f"{action}.{f}" for f in fields if f in kids] or [action]
@@ -183,7 +218,7 @@ def _read_parquet(
             if file_actions_only:
                 return
             for action in NON_FILE_ACTIONS:
-                if action not in top.names:
+                if not _has_struct_column(top, action, path):
                     continue
                 table = _read_columns(pf, [action], action)
                 if table is None:
@@ -232,9 +267,15 @@ def _read_json(
             continue
         full = ACTION_TYPES[action]
         target = pa.struct([full.field(f) for f in fields])
+        for f in fields:
+            # A map must be a JSON object: pyarrow aborts the process on a list holding a null.
+            if pa.types.is_map(full.field(f).type) and any(
+                not isinstance(r.get(f), dict | None) for r in rows[action]
+            ):
+                raise CheckpointFormatError(f"{path}: {action}.{f} is not a JSON object")
         try:
             arr = pa.array([{f: r.get(f) for f in fields} for r in rows[action]], type=target)
-        except (pa.ArrowException, TypeError, ValueError) as exc:
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
             raise CheckpointFormatError(f"{path}: invalid {action} rows: {exc}") from exc
         table = pa.Table.from_arrays(arr.flatten(), names=list(fields))
         (out.adds if action == "add" else out.removes).append(table)

@@ -92,7 +92,7 @@ def checkpoint_sections(content: CheckpointContent) -> Iterator[pa.Table]:
         values = [body if name == f.name else None for name, body in small]
         try:
             columns.append(pa.array(values, type=f.type))
-        except (pa.ArrowException, TypeError, ValueError) as exc:
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
             raise CheckpointFormatError(f"invalid {f.name} action: {exc}") from exc
     if small:
         yield pa.Table.from_arrays(columns, schema=schema)

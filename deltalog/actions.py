@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import orjson
 
@@ -19,6 +20,11 @@ from deltalog.errors import MalformedCommitError
 
 JSON = Any
 _A = TypeVar("_A", bound="Action")
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+#: Deepest nesting of objects and arrays in a log line; orjson writes no deeper, so every line
+#: that parses can be written back.
+MAX_DEPTH = 254
 
 
 def _camel(name: str) -> str:
@@ -29,6 +35,8 @@ def _camel(name: str) -> str:
 def _checker(tp: Any) -> Callable[[Any], bool]:
     """Build a predicate that tells whether a decoded JSON value fits annotation ``tp``."""
     origin = get_origin(tp)
+    if origin is Annotated:  # Annotated[type, check]: the check alone decides
+        return get_args(tp)[1]  # type: ignore[no-any-return]
     if tp is Any:
         return lambda v: True
     if origin is Union or type(tp).__name__ == "UnionType":
@@ -38,8 +46,8 @@ def _checker(tp: Any) -> Callable[[Any], bool]:
         return lambda v: v is None
     if tp is bool:
         return lambda v: isinstance(v, bool)
-    if tp is int:
-        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if tp is int:  # a Delta int or long: it must fit Arrow's int64
+        return lambda v: _is_int(v, _INT64)
     if tp is str:
         return lambda v: isinstance(v, str)
     if origin is dict:
@@ -53,6 +61,44 @@ def _checker(tp: Any) -> Callable[[Any], bool]:
         ic = _checker(item_tp)
         return lambda v: isinstance(v, list) and all(ic(x) for x in v)
     raise TypeError(f"unsupported annotation {tp!r}")  # pragma: no cover - programming error
+
+
+def _is_int(v: Any, bounds: tuple[int, int]) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and bounds[0] <= v <= bounds[1]
+
+
+#: The type of each deletion vector field, as in the checkpoint schema (others are kept as is).
+_DV_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "storageType": lambda v: isinstance(v, str),
+    "pathOrInlineDv": lambda v: isinstance(v, str),
+    "offset": lambda v: _is_int(v, _INT32),
+    "sizeInBytes": lambda v: _is_int(v, _INT32),
+    "cardinality": lambda v: _is_int(v, _INT64),
+    "maxRowIndex": lambda v: _is_int(v, _INT64),
+}
+
+
+def _is_deletion_vector(v: Any) -> bool:
+    return isinstance(v, dict) and all(
+        v.get(name) is None or check(v[name]) for name, check in _DV_FIELDS.items()
+    )
+
+
+#: A deletion vector descriptor, kept as parsed JSON.
+DeletionVectorJSON = Annotated[dict[str, Any], _is_deletion_vector]
+
+
+def _is_format(v: Any) -> bool:
+    if not isinstance(v, dict) or not isinstance(v.get("provider"), str | None):
+        return False
+    options = v.get("options")
+    return options is None or (
+        isinstance(options, dict) and all(isinstance(x, str | None) for x in options.values())
+    )
+
+
+#: ``metaData.format``: the provider and its options (a checkpoint stores them as a map).
+FormatJSON = Annotated[dict[str, Any], _is_format]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +142,7 @@ class Action:
                 continue
             if not check(value):
                 raise MalformedCommitError(
-                    f"{cls.KEY}: field {json_name!r} has an invalid value {value!r:.80}"
+                    f"{cls.KEY}: field {json_name!r} has an invalid value {reprlib.repr(value)}"
                 )
             kwargs[attr] = value
         extra = {k: v for k, v in body.items() if k not in known}
@@ -111,7 +157,7 @@ _SPECS: dict[type, tuple[tuple[str, str, Callable[[Any], bool], bool], ...]] = {
 def _spec(cls: type) -> tuple[tuple[str, str, Callable[[Any], bool], bool], ...]:
     spec = _SPECS.get(cls)
     if spec is None:
-        hints = get_type_hints(cls)
+        hints = get_type_hints(cls, include_extras=True)
         rows = []
         for f in dataclasses.fields(cls):
             if f.name == "extra":
@@ -158,7 +204,7 @@ class AddFile(Action):
     data_change: bool
     stats: str | None = None
     tags: dict[str, str | None] | None = None
-    deletion_vector: dict[str, Any] | None = None
+    deletion_vector: DeletionVectorJSON | None = None
     base_row_id: int | None = None
     default_row_commit_version: int | None = None
     clustering_provider: str | None = None
@@ -182,7 +228,7 @@ class RemoveFile(Action):
     partition_values: dict[str, str | None] | None = None
     size: int | None = None
     tags: dict[str, str | None] | None = None
-    deletion_vector: dict[str, Any] | None = None
+    deletion_vector: DeletionVectorJSON | None = None
     base_row_id: int | None = None
     default_row_commit_version: int | None = None
     stats: str | None = None
@@ -220,7 +266,7 @@ class Metadata(Action):
     schema_string: str | None = None
     name: str | None = None
     description: str | None = None
-    format: dict[str, Any] = field(default_factory=_format)
+    format: FormatJSON = field(default_factory=_format)
     partition_columns: list[str] = field(default_factory=list)
     configuration: dict[str, str | None] = field(default_factory=dict)
     created_time: int | None = None
@@ -389,6 +435,34 @@ def parse_action(obj: JSON) -> Action:
     return action_type.from_json_dict(body)
 
 
+def _too_deep(obj: JSON) -> bool:
+    """Whether objects and arrays nest deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            if depth > MAX_DEPTH:
+                return True
+            stack += [(child, depth + 1) for child in value]
+    return False
+
+
+def parse_line(line: bytes) -> Action:
+    """Parse one log line.
+
+    Raises:
+        orjson.JSONDecodeError: The line is not JSON.
+        MalformedCommitError: The line is not a valid action, or nests deeper than
+            :data:`MAX_DEPTH`.
+    """
+    obj = orjson.loads(line)
+    if line.count(b"{") + line.count(b"[") > MAX_DEPTH and _too_deep(obj):
+        raise MalformedCommitError(f"a log line must not nest deeper than {MAX_DEPTH} levels")
+    return parse_action(obj)
+
+
 def parse_actions(
     data: bytes, *, version: int | None = None, path: str | None = None
 ) -> list[Action]:
@@ -403,7 +477,7 @@ def parse_actions(
         if _BLANK.match(line):
             continue
         try:
-            out.append(parse_action(orjson.loads(line)))
+            out.append(parse_line(line))
         except orjson.JSONDecodeError as exc:
             reason = "not UTF-8" if _not_utf8(line) else f"not JSON ({exc})"
             raise MalformedCommitError(

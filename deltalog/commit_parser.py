@@ -3,13 +3,15 @@
 Commit files are mostly file actions. Their lines are recognised by prefix and handed, all at
 once, to pyarrow's JSON reader with an explicit schema, so no Python object is built per file
 action. Every other line (protocol, metadata, txn, domain metadata, commitInfo, unknown
-actions) is few in number and goes through :func:`deltalog.actions.parse_action`.
+actions) is few in number and goes through :func:`deltalog.actions.parse_line`.
 
 ``partitionValues`` is read as a struct of the known partition columns and turned into the
 protocol's string map without leaving Arrow. Whenever the fast result could differ from the
 exact parser (an unexpected partition key, a missing required field, a type the reader rejects,
 a line it cannot split), :func:`parse_commits` returns ``None`` and the caller uses the exact
-parser, which also produces the precise error for malformed input.
+parser, which also produces the precise error for malformed input. That includes anything
+pyarrow's JSON reader takes but the exact parser refuses (``NaN``, invalid UTF-8, fields it does
+not know with values of any depth): the fast path only accepts what it fully checked.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from checkpoints.schema import ADD, REMOVE
-from deltalog.actions import Action, CommitInfo, Metadata, parse_action
+from deltalog.actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, parse_line
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
 
@@ -33,6 +35,10 @@ _REMOVE = b'{"remove":{'
 _COMMIT_INFO = b'{"commitInfo":'
 _BLOCK = 16 << 20
 _REQUIRED_ADD = ("path", "partitionValues", "size", "modificationTime", "dataChange")
+
+
+class _Fallback(Exception):
+    """The exact parser must run."""
 
 
 @dataclass
@@ -119,14 +125,35 @@ def _conform(column: pa.StructArray, schema: pa.Schema, tags: pa.Array | None) -
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _tags(lines: list[bytes], target: pa.DataType) -> pa.Array | None:
+def _tags(lines: list[bytes], action: str, target: pa.DataType) -> pa.Array | None:
+    """The lines' ``tags`` maps (``None`` when no line has any).
+
+    Raises:
+        _Fallback: A ``tags`` value is not a map of strings.
+    """
     if not any(b'"tags":' in line for line in lines):
         return None
     values = []
     for line in lines:
-        tags = orjson.loads(line)["add"].get("tags") if b'"tags":' in line else None
-        values.append(tags if isinstance(tags, dict) else None)
-    return pa.array(values, type=target)
+        tags = orjson.loads(line)[action].get("tags") if b'"tags":' in line else None
+        if tags is not None and not isinstance(tags, dict):
+            raise _Fallback
+        values.append(tags)
+    try:
+        return pa.array(values, type=target)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+        raise _Fallback from exc
+
+
+def _unknown_fields(actual: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether pyarrow inferred struct fields (at any level) that ``expected`` does not name."""
+    if not pa.types.is_struct(actual) or not pa.types.is_struct(expected):
+        return False
+    for f in actual:
+        i = expected.get_field_index(f.name)
+        if i < 0 or _unknown_fields(f.type, expected.field(i).type):
+            return True
+    return False
 
 
 def _read(
@@ -134,6 +161,11 @@ def _read(
 ) -> pa.StructArray | None:
     schema = _json_schema(action, partition_columns)
     data = b"\n".join(lines)
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # pyarrow keeps invalid UTF-8 in its strings
     # One block holds everything; small inputs get a small block (allocating 16 MB is not free).
     block = min(_BLOCK, max(1 << 16, 1 << (len(data) + 1).bit_length()))
     try:
@@ -146,11 +178,16 @@ def _read(
         )
     except (pa.ArrowException, ValueError):
         return None
-    if table.num_rows != len(lines) or table.column_names[0] != action:
+    if table.num_rows != len(lines) or table.column_names != [action]:
         return None
     column = table.column(action).combine_chunks()
     if column.null_count:
         return None
+    expected = schema.field(action).type
+    if _unknown_fields(
+        column.type, pa.struct([*expected, pa.field("tags", FILES_SCHEMA.field("tags").type)])
+    ):
+        return None  # the exact parser keeps unknown fields, and checks them its own way
     pv = column.type.field("partitionValues").type
     if pv.num_fields != len(partition_columns):
         return None  # a partition key the table does not declare
@@ -179,38 +216,43 @@ def parse_commits(
         partition_columns: Partition columns in force before these commits, or ``None`` when
             no metadata precedes them.
     """
+    try:
+        return _parse_commits(commits, partition_columns)
+    except (_Fallback, orjson.JSONDecodeError, MalformedCommitError):
+        return None
+
+
+def _parse_commits(
+    commits: Iterable[tuple[int, bytes]], partition_columns: Sequence[str] | None
+) -> ParsedCommits | None:
     out = ParsedCommits()
     add_lines: list[bytes] = []
     remove_lines: list[bytes] = []
     layouts = set() if partition_columns is None else {tuple(partition_columns)}
-    last_ci: bytes | None = None
-    try:
-        for version, data in commits:
-            last_ci = None
-            for line in data.split(b"\n"):
-                if line.startswith(_ADD):
-                    add_lines.append(line)
-                    out.order.append(True)
-                elif line.startswith(_REMOVE):
-                    remove_lines.append(line)
-                    out.order.append(False)
-                elif line.startswith(_COMMIT_INFO):
-                    if not isinstance(orjson.loads(line), dict):
-                        return None
-                    last_ci = line
-                elif line.strip():
-                    action = parse_action(orjson.loads(line))
-                    out.other.append((version, action))
-                    if isinstance(action, Metadata):
-                        layouts.add(tuple(action.partition_columns))
-    except (orjson.JSONDecodeError, MalformedCommitError):
-        return None
+    for version, data in commits:
+        out.last_commit_info = None
+        for line in data.split(b"\n"):
+            if line.startswith(_ADD):
+                add_lines.append(line)
+                out.order.append(True)
+            elif line.startswith(_REMOVE):
+                remove_lines.append(line)
+                out.order.append(False)
+            elif line.startswith(_COMMIT_INFO):
+                info = parse_line(line)
+                if not isinstance(info, CommitInfo):
+                    return None
+                out.last_commit_info = info
+            elif line.strip():
+                action = parse_line(line)
+                if isinstance(action, AddFile | RemoveFile | CommitInfo):
+                    return None  # not written the way delta-spark writes it: the order is lost
+                out.other.append((version, action))
+                if isinstance(action, Metadata):
+                    layouts.add(tuple(action.partition_columns))
     if len(layouts) > 1:
         return None  # partitioning changed within these commits: keys differ by version
     columns = list(layouts.pop()) if layouts else []
-    if last_ci is not None:
-        info = parse_action(orjson.loads(last_ci))
-        out.last_commit_info = info if isinstance(info, CommitInfo) else None
     if add_lines:
         order = _key_order(add_lines[0], "add", columns)
         if order is None:
@@ -221,7 +263,8 @@ def parse_commits(
         for name in _REQUIRED_ADD:
             if column.field(name).null_count:
                 return None
-        out.adds = _conform(column, FILES_SCHEMA, _tags(add_lines, FILES_SCHEMA.field("tags").type))
+        tags = _tags(add_lines, "add", FILES_SCHEMA.field("tags").type)
+        out.adds = _conform(column, FILES_SCHEMA, tags)
     if remove_lines:
         order = _key_order(remove_lines[0], "remove", columns)
         if order is None:
@@ -229,5 +272,9 @@ def parse_commits(
         column = _read(remove_lines, "remove", order)
         if column is None or column.field("path").null_count:
             return None
-        out.removes = _conform(column, TOMBSTONES_SCHEMA, None)
+        _tags(remove_lines, "remove", FILES_SCHEMA.field("tags").type)  # checked, not kept
+        removes = _conform(column, TOMBSTONES_SCHEMA, None)
+        i = TOMBSTONES_SCHEMA.get_field_index("data_change")
+        data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
+        out.removes = removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
     return out

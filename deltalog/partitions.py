@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from deltalog.errors import InvalidInputError, PartitionValueError
-from deltalog.schema import DataType, DecimalType, PrimitiveType, StructType
+from deltalog.schema import PRIMITIVES, DataType, DecimalType, PrimitiveType, StructType
 
 #: Hive's directory name for a null partition value.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -31,7 +31,7 @@ _HIVE_SPECIAL = set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def _type_name(t: DataType) -> str:
-    if isinstance(t, PrimitiveType):
+    if isinstance(t, PrimitiveType) and t.name in PRIMITIVES:
         return t.name
     if isinstance(t, DecimalType):
         return "decimal"
@@ -53,6 +53,7 @@ def parse_partition_value(text: str | None, t: DataType) -> Any:
     name = _type_name(t)
     try:
         if name == "string":
+            text.encode("utf-8")  # a lone surrogate could never be written to the log
             return text
         if name in _INT_RANGES:
             value = int(text)
@@ -80,8 +81,8 @@ def parse_partition_value(text: str | None, t: DataType) -> Any:
                 raise ValueError("not finite")
             exponent = d.as_tuple().exponent
             assert isinstance(exponent, int)
-            digits = len(d.as_tuple().digits)
-            if -exponent > t.scale or digits - max(0, -exponent) > t.precision - t.scale:
+            integer_digits = len(d.as_tuple().digits) + exponent if d else 0  # 1E+5: 6 digits
+            if -exponent > t.scale or integer_digits > t.precision - t.scale:
                 raise ValueError(f"does not fit decimal({t.precision},{t.scale})")
             return d
     except (ValueError, ArithmeticError, UnicodeError) as exc:
@@ -190,7 +191,11 @@ def check_partition_values(
         )
     out: dict[str, str | None] = {}
     for col in partition_columns:
-        out[col] = serialize_partition_value(values[col], schema.field(col).type)
+        try:
+            t = schema.field(col).type
+        except KeyError:
+            raise PartitionValueError(f"partition column {col!r} is not in the schema") from None
+        out[col] = serialize_partition_value(values[col], t)
     return out
 
 
@@ -200,8 +205,17 @@ def hive_escape(value: str) -> str:
 
 
 def hive_unescape(text: str) -> str:
-    """Undo :func:`hive_escape` (``%XX`` sequences)."""
-    return unquote(text, errors="strict") if "%" in text else text
+    """Undo :func:`hive_escape` (``%XX`` sequences).
+
+    Raises:
+        PartitionValueError: The escapes do not decode as UTF-8 (``%FF``).
+    """
+    if "%" not in text:
+        return text
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise PartitionValueError(f"{text!r} has %-escapes that are not UTF-8") from exc
 
 
 def hive_partition_dir(values: Mapping[str, str | None]) -> str:
@@ -212,7 +226,11 @@ def hive_partition_dir(values: Mapping[str, str | None]) -> str:
 
 
 def parse_hive_path(relative_path: str) -> dict[str, str | None]:
-    """The ``col=value`` segments of a relative file path (decoded, file name excluded)."""
+    """The ``col=value`` segments of a relative file path (decoded, file name excluded).
+
+    Raises:
+        PartitionValueError: A segment's %-escapes do not decode as UTF-8.
+    """
     out: dict[str, str | None] = {}
     for segment in relative_path.split("/")[:-1]:
         key, sep, raw = segment.partition("=")

@@ -14,6 +14,10 @@ The grammar is the part of Spark SQL that makes sense on partition values::
 'strings' (``''`` escapes a quote), numbers, ``TRUE``/``FALSE``, ``NULL``, and ``DATE '...'`` /
 ``TIMESTAMP '...'``. Keywords are case-insensitive. Numbers and typed literals are kept as text
 and parsed as the column's type when the predicate is evaluated, exactly like partition values.
+
+Predicates are trees evaluated (and printed) recursively, so nesting is limited to
+:data:`MAX_DEPTH` levels: of parentheses and ``NOT`` in the text, and of ``AND``/``OR``/``NOT``
+in the resulting tree (a chain of ``n`` ``AND`` is ``n`` levels deep).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from typing import Any
 
 from deltalog.errors import InvalidPredicateError
 from deltalog.predicates import And, Comparison, In, IsNull, Not, Or, Predicate
+
+#: Deepest nesting a predicate may have (see the module docstring).
+MAX_DEPTH = 200
 
 _TOKEN = re.compile(
     r"""
@@ -63,11 +70,33 @@ def parse_predicate(text: str) -> Predicate:
         InvalidPredicateError: The text is not a predicate of the supported grammar, naming
             the position where parsing stopped.
     """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidPredicateError(f"predicate {text!r:.80} is not valid Unicode") from exc
     parser = _Parser(text, _tokenize(text))
     predicate = parser.expression()
     if not parser.at_end():
         parser.fail("unexpected text")
+    if _depth(predicate) > MAX_DEPTH:
+        raise InvalidPredicateError(
+            f"cannot parse predicate {text!r:.80}: it nests deeper than {MAX_DEPTH} levels"
+        )
     return predicate
+
+
+def _depth(predicate: Predicate) -> int:
+    """Levels of ``AND``/``OR``/``NOT`` in the tree (walked without recursion)."""
+    deepest = 0
+    stack = [(predicate, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, And | Or):
+            stack += [(node.left, depth + 1), (node.right, depth + 1)]
+        elif isinstance(node, Not):
+            stack.append((node.operand, depth + 1))
+    return deepest
 
 
 def _tokenize(text: str) -> list[_Token]:
@@ -111,6 +140,7 @@ class _Parser:
         self.text = text
         self.tokens = tokens
         self.index = 0
+        self.nesting = 0
 
     # ------------------------------------------------------------------ token helpers
     def at_end(self) -> bool:
@@ -153,13 +183,19 @@ class _Parser:
         return out
 
     def factor(self) -> Predicate:
-        if self.accept("keyword", "NOT"):
-            return Not(self.factor())
-        if self.accept("punct", "("):
-            inner = self.expression()
-            self.take("punct", ")")
-            return inner
-        return self.comparison()
+        if self.nesting >= MAX_DEPTH:
+            self.fail(f"nested deeper than {MAX_DEPTH} levels")
+        self.nesting += 1
+        try:
+            if self.accept("keyword", "NOT"):
+                return Not(self.factor())
+            if self.accept("punct", "("):
+                inner = self.expression()
+                self.take("punct", ")")
+                return inner
+            return self.comparison()
+        finally:
+            self.nesting -= 1
 
     def is_name(self) -> bool:
         """Whether a column name comes next (``date`` is one unless a string follows it)."""

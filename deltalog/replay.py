@@ -129,11 +129,16 @@ def read_commit(storage: TableStorage, name: str, version: int) -> list[Action]:
 _ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
 
 
-def _stats_loader(storage: TableStorage, paths: list[str]) -> Callable[[], pa.ChunkedArray]:
-    """Reads ``add.stats`` of a checkpoint, in the order the replay read its adds.
+def _stats_loader(
+    storage: TableStorage, paths: list[str], rows: int
+) -> Callable[[], pa.ChunkedArray]:
+    """Reads ``add.stats`` of a checkpoint, in the order the replay read its ``rows`` adds.
 
     The column is read once and kept: every snapshot advanced from this replay shares the
     loader, and a writer asks for statistics at each checkpoint it writes.
+
+    The loader raises CorruptCheckpointError when the column cannot be read, or does not have
+    one value per add the replay read.
     """
     loaded: list[pa.ChunkedArray] = []
     lock = threading.Lock()
@@ -141,10 +146,20 @@ def _stats_loader(storage: TableStorage, paths: list[str]) -> Callable[[], pa.Ch
     def load() -> pa.ChunkedArray:
         with lock:
             if not loaded:
-                with storage_errors("cannot read checkpoint statistics"):
-                    data = read_checkpoint(storage.store, paths, add_fields=("stats",))
+                try:
+                    with storage_errors("cannot read checkpoint statistics"):
+                        data = read_checkpoint(storage.store, paths, add_fields=("stats",))
+                except CheckpointError as exc:
+                    raise CorruptCheckpointError(
+                        f"cannot read the statistics of checkpoint {paths[0]}: {exc}"
+                    ) from exc
                 chunks = [c for t in data.adds for c in t.column("stats").chunks]
-                loaded.append(pa.chunked_array(chunks, type=pa.string()))
+                stats = pa.chunked_array(chunks, type=pa.string())
+                if len(stats) != rows:
+                    raise CorruptCheckpointError(
+                        f"checkpoint {paths[0]} has {len(stats)} statistics for {rows} adds"
+                    )
+                loaded.append(stats)
             return loaded[0]
 
     return load
@@ -173,10 +188,11 @@ def _load_checkpoint(
         ) from exc
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
+    rows = sum(t.num_rows for t in files)
     return (
         _with_row_numbers(pa.concat_tables(files) if files else FILES_SCHEMA.empty_table()),
         pa.concat_tables(tombstones) if tombstones else TOMBSTONES_SCHEMA.empty_table(),
-        _stats_loader(storage, paths),
+        _stats_loader(storage, paths, rows),
     )
 
 

@@ -1,0 +1,1 @@
+i = 1 AND (l < -3 OR s IN ('x', 'zz'))

@@ -1,0 +1,1 @@
+ts IS NOT NULL AND ntz IS NULL

@@ -1,0 +1,1 @@
+b NOT BETWEEN -1 AND 1
