@@ -7,12 +7,16 @@
 #                                         --prime-gib G); exit status is the worse of the two.
 #   bash scripts/bench.sh replay [ARGS]   only benchmarks/bench_replay.py (e.g. --workload cp_1m)
 #   bash scripts/bench.sh commit [ARGS]   only benchmarks/bench_commit.py (e.g. --workload single)
+#   bash scripts/bench.sh soak [ARGS]     only benchmarks/soak.py, the long-run soak (8 writers x
+#                                         2,000 commits; e.g. --store both); never part of the
+#                                         default run above, nor of CI
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 case "${1:-}" in
   replay) shift; exec python benchmarks/bench_replay.py "$@" ;;
   commit) shift; exec python benchmarks/bench_commit.py "$@" ;;
+  soak) shift; exec python benchmarks/soak.py "$@" ;;
   all) shift ;;
 esac
 status=0
