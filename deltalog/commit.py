@@ -14,8 +14,8 @@ from typing import Any
 
 from deltalog import __version__
 from deltalog.actions import CommitInfo
-from deltalog.errors import InvalidInputError, StorageError
-from deltalog.paths import commit_name
+from deltalog.errors import InvalidInputError, SnapshotExpiredError, StorageError
+from deltalog.paths import checkpoint_name, commit_name
 from deltalog.storage import TableStorage, storage_errors
 from logstores import FileAlreadyExistsError, LogFileNotFoundError
 
@@ -91,8 +91,26 @@ def try_write(storage: TableStorage, version: int, data: bytes) -> bool:
         ``True`` if this call created the file, ``False`` if another writer had.
 
     Raises:
+        SnapshotExpiredError: Commit ``version - 1`` no longer exists (log cleanup removed it).
         StorageError: The store failed otherwise.
     """
+    if version > 0:
+        # Log cleanup never deletes the newest commit, so a missing previous commit means the
+        # log has moved on past a checkpoint: version may have existed and been cleaned up,
+        # and creating it again would put a commit below that checkpoint, where no reader
+        # looks. (delta-spark's S3DynamoDBLogStore makes the same check.)
+        with storage_errors(f"cannot check commit {version - 1}"):
+            store, before = storage.store, version - 1
+            previous = store.exists(storage.log_file(commit_name(before))) or store.exists(
+                storage.log_file(checkpoint_name(before))  # a log kept from a checkpoint on
+            )
+        if not previous:
+            raise SnapshotExpiredError(
+                f"cannot commit version {version}: commit {version - 1} is gone, so the log "
+                "was cleaned up past this writer's snapshot (older than "
+                "delta.logRetentionDuration); nothing was written; re-run the operation on "
+                "the latest version"
+            )
     try:
         with storage_errors(f"cannot write commit {version}"):
             storage.store.write(storage.log_file(commit_name(version)), data, overwrite=False)

@@ -156,6 +156,15 @@ def _unknown_fields(actual: pa.DataType, expected: pa.DataType) -> bool:
     return False
 
 
+def _string_struct(t: pa.DataType) -> bool:
+    """Whether ``t`` is what pyarrow infers for a JSON object of strings (or for null)."""
+    if pa.types.is_null(t):
+        return True
+    return pa.types.is_struct(t) and all(
+        pa.types.is_string(f.type) or pa.types.is_null(f.type) for f in t
+    )
+
+
 def _read(
     lines: list[bytes], action: str, partition_columns: Sequence[str]
 ) -> pa.StructArray | None:
@@ -180,14 +189,21 @@ def _read(
         return None
     if table.num_rows != len(lines) or table.column_names != [action]:
         return None
-    column = table.column(action).combine_chunks()
-    if column.null_count:
-        return None
+    # Only the schema's fields, and tags (inferred: read again from the lines), may be there.
+    # Fields pyarrow infers are not even touched: its inference can build invalid arrays.
+    inferred = table.schema.field(action).type
     expected = schema.field(action).type
-    if _unknown_fields(
-        column.type, pa.struct([*expected, pa.field("tags", FILES_SCHEMA.field("tags").type)])
+    tags = inferred.get_field_index("tags")
+    if _unknown_fields(inferred, pa.struct([*expected, pa.field("tags", pa.null())])) or (
+        tags >= 0 and not _string_struct(inferred.field(tags).type)
     ):
         return None  # the exact parser keeps unknown fields, and checks them its own way
+    try:
+        column = table.column(action).combine_chunks()
+    except pa.ArrowException:
+        return None
+    if column.null_count:
+        return None
     pv = column.type.field("partitionValues").type
     if pv.num_fields != len(partition_columns):
         return None  # a partition key the table does not declare

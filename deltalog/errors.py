@@ -32,6 +32,7 @@
     │       └── UnsafeStorageError    no real compare-and-swap configured (s3:// without one)
     └── CommitFailedError             a commit did not land (``retryable``, ``conflict``)
         ├── CommitAttemptsExhaustedError   every attempt lost the race; the last winner is named
+        ├── SnapshotExpiredError           log cleanup removed the commits after this snapshot
         └── ConcurrentModificationError    a winning commit conflicts with this transaction
             ├── ProtocolChangedError          the winner changed the protocol
             ├── MetadataChangedError          the winner changed the metadata (schema, ...)
@@ -236,6 +237,18 @@ class CommitAttemptsExhaustedError(CommitFailedError):
         super().__init__(message, retryable=True, conflict=True)
         self.attempts = attempts
         self.last_version = last_version
+
+
+class SnapshotExpiredError(CommitFailedError):
+    """The log was cleaned up past the snapshot a transaction read; nothing was written.
+
+    The commits after that snapshot are gone, so the transaction can neither be checked
+    against them nor placed after them. Re-running the operation on the latest version can
+    succeed (``retryable``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True, conflict=True)
 
 
 class ConcurrentModificationError(CommitFailedError):

@@ -20,7 +20,6 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import GOLDEN_DIR
 from servers.fixtures import CloudTable
 from tableutil import log_names, write_commit, write_parquet
 
@@ -43,6 +42,9 @@ SCHEMA = pa.schema(
     ]
 )
 ORPHANS = {"orphan-file", "orphan-log-file"}
+
+# tests/ and interop_tests/ both have a conftest module: name the golden tables directly.
+GOLDEN_DIR = Path(__file__).resolve().parents[2] / "shared" / "delta-golden"
 
 
 def _data(start: int) -> pa.Table:

@@ -1,0 +1,70 @@
+"""A writer whose snapshot is older than the retained log must not commit below a checkpoint.
+
+Found by the soak benchmark: log cleanup had deleted versions 0..19 behind a checkpoint at 20,
+and a writer still reading version 0 created ``1.json`` again. That commit was "successful",
+yet no reader ever saw it (replay starts at the checkpoint). Now the commit is refused.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+from tableutil import log_names
+
+from deltalog import AddFile, DeltaTable, SnapshotExpiredError, check_table
+
+
+def _add(path: str) -> AddFile:
+    return AddFile(
+        path=path,
+        partition_values={},
+        size=1,
+        modification_time=0,
+        data_change=True,
+        stats='{"numRecords":1}',
+    )
+
+
+def _commit(table: DeltaTable, path: str) -> int:
+    tx = table.transaction()
+    tx.add(_add(path))
+    return tx.commit()
+
+
+@pytest.mark.parametrize("uri_kind", ["local", "memory"])
+def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
+    uri = str(tmp_path / "t") if uri_kind == "local" else f"memory://stale-{tmp_path.name}"
+    DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    stale = DeltaTable(uri)
+    current = DeltaTable(uri, background_checkpoints=False)
+    for i in range(20):
+        _commit(current, f"b{i}.parquet")
+    current.checkpoint()  # version 20
+    # What log cleanup does once the retention has passed: every commit and checkpoint before
+    # the newest checkpoint goes.
+    store = current._storage.store
+    for v in range(20):
+        store.delete(current._storage.log_file(f"{v:020d}.json"))
+        store.delete(current._storage.log_file(f"{v:020d}.checkpoint.parquet"))
+    assert not store.exists(current._storage.log_file(f"{1:020d}.json"))
+
+    tx = stale.transaction()
+    tx.add(_add("a0.parquet"))
+    with pytest.raises(SnapshotExpiredError) as err:
+        tx.commit()
+    assert err.value.retryable
+    assert not store.exists(current._storage.log_file(f"{1:020d}.json"))  # nothing written
+    fresh = DeltaTable(uri)
+    assert fresh.version() == 20
+    assert "a0.parquet" not in fresh.files().column("path").to_pylist()
+
+    stale.update()
+    assert _commit(stale, "a0.parquet") == 21
+    assert "a0.parquet" in DeltaTable(uri).files().column("path").to_pylist()
+    if uri_kind == "local":
+        report = check_table(uri, data_files=False)
+        assert report.clean, report.findings
+        assert f"{1:020d}.json" not in log_names(uri)
+        assert os.path.exists(os.path.join(uri, "_delta_log", f"{21:020d}.json"))
