@@ -35,6 +35,7 @@ _REMOVE = b'{"remove":{'
 _COMMIT_INFO = b'{"commitInfo":'
 _BLOCK = 16 << 20
 _REQUIRED_ADD = ("path", "partitionValues", "size", "modificationTime", "dataChange")
+_REQUIRED_DV = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality")
 
 
 class _Fallback(Exception):
@@ -204,6 +205,11 @@ def _read(
         return None
     if column.null_count:
         return None
+    dv = column.field("deletionVector")
+    if dv.null_count < len(dv) and any(
+        pc.any(pc.and_(dv.is_valid(), dv.field(name).is_null())).as_py() for name in _REQUIRED_DV
+    ):
+        return None  # a deletion vector without a required field (the exact parser says which)
     pv = column.type.field("partitionValues").type
     if pv.num_fields != len(partition_columns):
         return None  # a partition key the table does not declare
