@@ -79,13 +79,13 @@ _DV_FIELDS: dict[str, Callable[[Any], bool]] = {
 
 
 #: Fields every deletion vector has: without them it has no identity (``uniqueId``).
-_DV_REQUIRED = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality")
+DV_REQUIRED_FIELDS = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality")
 
 
 def _is_deletion_vector(v: Any) -> bool:
     return (
         isinstance(v, dict)
-        and all(v.get(name) is not None for name in _DV_REQUIRED)
+        and all(v.get(name) is not None for name in DV_REQUIRED_FIELDS)
         and all(v.get(name) is None or check(v[name]) for name, check in _DV_FIELDS.items())
     )
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from deltalog import __version__
 from deltalog.actions import CommitInfo
+from deltalog.config import log_retention_ms
 from deltalog.errors import InvalidInputError, SnapshotExpiredError, StorageError
 from deltalog.paths import checkpoint_name, commit_name
 from deltalog.storage import TableStorage, storage_errors
@@ -84,8 +86,36 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt - 1, 60)))
 
 
-def try_write(storage: TableStorage, version: int, data: bytes) -> bool:
+def cleanup_may_have_passed(snapshot_time_ms: int, configuration: Mapping[str, str | None]) -> bool:
+    """Whether log cleanup may have deleted commits after a snapshot committed at this time.
+
+    Cleanup deletes only commits older than ``delta.logRetentionDuration``, and every commit
+    after the snapshot is younger than the snapshot's own. Until half the retention has passed
+    (the other half absorbs clock skew between writers), nothing after it can be gone, and a
+    commit can skip :func:`try_write`'s check of the previous version.
+    """
+    try:
+        retention = log_retention_ms(configuration)
+    except InvalidInputError:
+        return True
+    return now_ms() - snapshot_time_ms >= retention // 2
+
+
+def try_write(
+    storage: TableStorage, version: int, data: bytes, *, check_previous: bool = True
+) -> bool:
     """Create ``_delta_log/<version>.json`` with ``data`` unless it exists.
+
+    Args:
+        storage: The table's storage.
+        version: The version to create.
+        data: The commit's bytes.
+        check_previous: First make sure commit ``version - 1`` (or a checkpoint at it) still
+            exists. Log cleanup never deletes the newest commit, so when it is gone the log has
+            moved past a checkpoint, ``version`` may have existed and been cleaned up, and
+            creating it again would put a commit below that checkpoint, where no reader looks.
+            (delta-spark's S3DynamoDBLogStore makes the same check.) Callers skip it when
+            cleanup cannot have reached the versions involved (:func:`cleanup_may_have_passed`).
 
     Returns:
         ``True`` if this call created the file, ``False`` if another writer had.
@@ -94,11 +124,7 @@ def try_write(storage: TableStorage, version: int, data: bytes) -> bool:
         SnapshotExpiredError: Commit ``version - 1`` no longer exists (log cleanup removed it).
         StorageError: The store failed otherwise.
     """
-    if version > 0:
-        # Log cleanup never deletes the newest commit, so a missing previous commit means the
-        # log has moved on past a checkpoint: version may have existed and been cleaned up,
-        # and creating it again would put a commit below that checkpoint, where no reader
-        # looks. (delta-spark's S3DynamoDBLogStore makes the same check.)
+    if version > 0 and check_previous:
         with storage_errors(f"cannot check commit {version - 1}"):
             store, before = storage.store, version - 1
             previous = store.exists(storage.log_file(commit_name(before))) or store.exists(

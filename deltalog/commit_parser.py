@@ -26,7 +26,15 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from checkpoints.schema import ADD, REMOVE
-from deltalog.actions import Action, AddFile, CommitInfo, Metadata, RemoveFile, parse_line
+from deltalog.actions import (
+    DV_REQUIRED_FIELDS,
+    Action,
+    AddFile,
+    CommitInfo,
+    Metadata,
+    RemoveFile,
+    parse_line,
+)
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
 
@@ -35,7 +43,6 @@ _REMOVE = b'{"remove":{'
 _COMMIT_INFO = b'{"commitInfo":'
 _BLOCK = 16 << 20
 _REQUIRED_ADD = ("path", "partitionValues", "size", "modificationTime", "dataChange")
-_REQUIRED_DV = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality")
 
 
 class _Fallback(Exception):
@@ -207,7 +214,8 @@ def _read(
         return None
     dv = column.field("deletionVector")
     if dv.null_count < len(dv) and any(
-        pc.any(pc.and_(dv.is_valid(), dv.field(name).is_null())).as_py() for name in _REQUIRED_DV
+        pc.any(pc.and_(dv.is_valid(), dv.field(name).is_null())).as_py()
+        for name in DV_REQUIRED_FIELDS
     ):
         return None  # a deletion vector without a required field (the exact parser says which)
     pv = column.type.field("partitionValues").type

@@ -16,7 +16,8 @@ from deltalog.schema import PRIMITIVES, DataType, DecimalType, PrimitiveType, St
 #: Hive's directory name for a null partition value.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
-_INT_RANGES = {
+#: Range of each Delta integer type, inclusive.
+INT_RANGES = {
     "byte": (-(2**7), 2**7 - 1),
     "short": (-(2**15), 2**15 - 1),
     "integer": (-(2**31), 2**31 - 1),
@@ -55,9 +56,9 @@ def parse_partition_value(text: str | None, t: DataType) -> Any:
         if name == "string":
             text.encode("utf-8")  # a lone surrogate could never be written to the log
             return text
-        if name in _INT_RANGES:
+        if name in INT_RANGES:
             value = int(text)
-            lo, hi = _INT_RANGES[name]
+            lo, hi = INT_RANGES[name]
             if not lo <= value <= hi:
                 raise ValueError("out of range")
             return value
@@ -131,7 +132,7 @@ def serialize_partition_value(value: Any, t: DataType) -> str | None:
         return value
     if name == "boolean" and isinstance(value, bool):
         return "true" if value else "false"
-    if name in _INT_RANGES and isinstance(value, int) and not isinstance(value, bool):
+    if name in INT_RANGES and isinstance(value, int) and not isinstance(value, bool):
         return serialize_partition_value(str(value), t)
     if name in ("float", "double") and isinstance(value, (int, float)):
         f = float(value)

@@ -99,6 +99,11 @@ def check_relative(path: str) -> str:
 _SCHEME_FAMILY = {"s3a": "s3", "s3n": "s3"}
 
 
+def scheme_family(scheme: str) -> str:
+    """The store a URI scheme names: ``s3a`` and ``s3n`` are ``s3``."""
+    return _SCHEME_FAMILY.get(scheme.lower(), scheme.lower())
+
+
 def _split_location(location: str) -> tuple[str, str, str]:
     """``(scheme family, authority, path)`` of an absolute location or a table root.
 
@@ -108,7 +113,7 @@ def _split_location(location: str) -> tuple[str, str, str]:
     if location.startswith("/") or not has_scheme(location):
         return "file", "", location
     scheme, _, rest = location.partition(":")
-    family = _SCHEME_FAMILY.get(scheme.lower(), scheme.lower())
+    family = scheme_family(scheme)
     authority = ""
     if rest.startswith("//"):
         authority, _, tail = rest[2:].partition("/")

@@ -11,7 +11,7 @@ from deltalog.errors import (
     TableNotFoundError,
     UnsafeStorageError,
 )
-from deltalog.paths import LAST_CHECKPOINT, LOG_DIR
+from deltalog.paths import LAST_CHECKPOINT, LOG_DIR, decode_path, has_scheme, scheme_family
 from logstores import (
     FileStatus,
     LogFileNotFoundError,
@@ -21,6 +21,7 @@ from logstores import (
     UnsafeStoreConfigurationError,
     open_store,
 )
+from logstores.local import local_path_from_uri
 from logstores.options import redact_uri
 
 
@@ -72,6 +73,26 @@ class TableStorage:
     def data_file(self, relative: str) -> str:
         """Location of a data file given relative to the table root (already decoded)."""
         return f"{self.root}/{relative}"
+
+    def locate(self, action_path: str) -> str:
+        """Where the file an ``add``/``remove`` path names is, in the store's notation.
+
+        The path is percent-decoded; a relative one is joined to the root, ``file:`` URIs
+        become filesystem paths, and an absolute URI spelled with another scheme for the same
+        store (``s3a://`` on an ``s3://`` table) takes the root's scheme, the one the store
+        serves.
+        """
+        decoded = decode_path(action_path)
+        if decoded.startswith("file:"):
+            return local_path_from_uri(decoded)
+        if "://" in decoded and "://" in self.root:
+            scheme, _, rest = decoded.partition("://")
+            root_scheme = self.root.partition("://")[0]
+            if scheme_family(scheme) == scheme_family(root_scheme):
+                return f"{root_scheme}://{rest}"
+        if has_scheme(decoded) or decoded.startswith("/"):
+            return decoded
+        return self.data_file(decoded)
 
     def list_log(self, start_name: str = "") -> list[FileStatus]:
         """The ``_delta_log`` listing from ``start_name`` on.

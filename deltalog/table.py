@@ -30,7 +30,6 @@ from deltalog.errors import (
 from deltalog.features import protocol_for_new_table
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
-from deltalog.paths import decode_path, has_scheme
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
 from deltalog.replay import read_commit, replay
 from deltalog.retention import cleanup_log
@@ -40,7 +39,6 @@ from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.transaction import Transaction
 from logstores import LogFileNotFoundError
-from logstores.local import local_path_from_uri
 
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
@@ -226,16 +224,7 @@ class DeltaTable:
         if pc.all(plain).as_py() is not False:
             joined: list[str] = pc.binary_join_element_wise(root + "/", paths, "").to_pylist()
             return joined
-        out = []
-        for path in paths.to_pylist():
-            decoded = decode_path(path)
-            if decoded.startswith("file:"):
-                out.append(local_path_from_uri(decoded))
-            elif has_scheme(decoded) or decoded.startswith("/"):
-                out.append(decoded)
-            else:
-                out.append(f"{root}/{decoded}")
-        return out
+        return [self._storage.locate(path) for path in paths.to_pylist()]
 
     def update(self) -> int:
         """Move to the latest version; returns it."""

@@ -33,7 +33,14 @@ from deltalog.actions import (
     Txn,
     serialize_actions,
 )
-from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
+from deltalog.commit import (
+    ENGINE_INFO,
+    RetryPolicy,
+    cleanup_may_have_passed,
+    make_commit_info,
+    now_ms,
+    try_write,
+)
 from deltalog.conflicts import (
     ISOLATION_LEVELS,
     SNAPSHOT_ISOLATION,
@@ -582,10 +589,13 @@ class Transaction:
         reads: TransactionReads | None = None
         winners: list[tuple[int, list[Action], int]] = []
         version = snap.version + 1
+        # After a lost race the previous version is a winner this loop has just read.
+        check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
         while True:
             self.attempts += 1
-            if try_write(self._storage, version, data):
+            if try_write(self._storage, version, data, check_previous=check_previous):
                 break
+            check_previous = False
             if self.attempts >= self._retry.max_attempts:
                 raise CommitAttemptsExhaustedError(
                     f"gave up after {self.attempts} attempts: version {version} was taken by "

@@ -36,7 +36,12 @@ def _commit(table: DeltaTable, path: str) -> int:
 @pytest.mark.parametrize("uri_kind", ["local", "memory"])
 def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
     uri = str(tmp_path / "t") if uri_kind == "local" else f"memory://stale-{tmp_path.name}"
-    DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    # Cleanup deletes only what is older than the retention: a tiny one stands for time passing.
+    DeltaTable.create(
+        uri,
+        pa.schema([("id", pa.int64())]),
+        configuration={"delta.logRetentionDuration": "interval 1 milliseconds"},
+    )
     stale = DeltaTable(uri)
     current = DeltaTable(uri, background_checkpoints=False)
     for i in range(20):

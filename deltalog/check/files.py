@@ -5,10 +5,9 @@ from __future__ import annotations
 from deltalog.check.findings import Findings
 from deltalog.check.state import TableState
 from deltalog.errors import InvalidPathError
-from deltalog.paths import LOG_DIR, check_action_path, decode_path, has_scheme
+from deltalog.paths import LOG_DIR, check_action_path
 from deltalog.storage import TableStorage, storage_errors
 from logstores import LogFileNotFoundError
-from logstores.local import local_path_from_uri
 
 
 class FileChecks:
@@ -24,19 +23,6 @@ class FileChecks:
         self.findings = findings
         self.root = storage.root.rstrip("/")
 
-    def location(self, action_path: str) -> str:
-        """Where an action's file is, in the store's notation."""
-        decoded = decode_path(action_path)
-        if decoded.startswith("file:"):
-            return local_path_from_uri(decoded)
-        if "://" in decoded and "://" in self.root:
-            # The same store may go by another scheme (s3a:// for s3://); the store knows only
-            # the root's, and check_action_path has made sure the bucket is the root's.
-            return self.root.partition("://")[0] + "://" + decoded.partition("://")[2]
-        if has_scheme(decoded) or decoded.startswith("/"):
-            return decoded
-        return self.storage.data_file(decoded)
-
     def data_files(self, state: TableState) -> int:
         """Every live file exists with its logged size; unreferenced files are orphans.
 
@@ -49,7 +35,7 @@ class FileChecks:
         for file in state.files.values():
             if not _safe(file.path, self.root):
                 continue  # reported as unsafe-path; never followed
-            location = self.location(file.path)
+            location = self.storage.locate(file.path)
             referenced.add(location)
             size = tree.get(location)
             if size is None and not location.startswith(inside):
@@ -60,7 +46,9 @@ class FileChecks:
             elif size != file.size:
                 message = f"live file {file.path!r} holds {size} bytes, the log says {file.size}"
                 self.findings.report("size-mismatch", message, file.version, location)
-        referenced.update(self.location(path) for path in state.removed if _safe(path, self.root))
+        referenced.update(
+            self.storage.locate(path) for path in state.removed if _safe(path, self.root)
+        )
         columns = set(state.metadata.partition_columns) if state.metadata else set()
         for location in sorted(tree.keys() - referenced):
             relative = location[len(inside) :]

@@ -18,17 +18,12 @@ from typing import Any
 
 import orjson
 
+from deltalog.partitions import INT_RANGES
 from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 #: ``(code, message)``: ``bad-stats`` or ``stats-unknown-column``.
 Problem = tuple[str, str]
 
-_INT_BOUNDS = {
-    "byte": 2**7,
-    "short": 2**15,
-    "integer": 2**31,
-    "long": 2**63,
-}
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -66,9 +61,9 @@ def _bound(value: Any, t: DataType) -> tuple[bool, Any]:
     if not isinstance(t, PrimitiveType):
         return True, None  # arrays, maps: no bounds are defined; readers ignore them
     name = t.name
-    if name in _INT_BOUNDS:
-        limit = _INT_BOUNDS[name]
-        ok = isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit
+    if name in INT_RANGES:
+        low, high = INT_RANGES[name]
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
         return ok, value if ok else None
     if name in ("float", "double"):
         if isinstance(value, str):
