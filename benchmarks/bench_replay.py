@@ -257,8 +257,8 @@ def _gen_checkpoint_table(table: Path, n: int) -> None:
     Commit 0's JSON does not repeat the adds: a reader given a checkpoint at version V never
     reads commits <= V, as after a log cleanup.
     """
-    from checkpoints.writer import CheckpointContent, write_checkpoint
-    from logstores import LocalLogStore
+    from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
+    from deltalog.logstores import LocalLogStore
 
     log_dir = table / "_delta_log"
     log_dir.mkdir(parents=True)

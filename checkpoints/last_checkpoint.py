@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from checkpoints.checksum import json_checksum
-from checkpoints.errors import CheckpointFormatError
+from .checksum import json_checksum
+from .errors import CheckpointFormatError
 
 
 @dataclass(frozen=True, slots=True)

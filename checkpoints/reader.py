@@ -17,9 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkpoints.errors import CheckpointFormatError, IncompleteCheckpointError
-from checkpoints.schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
-from logstores import LogFileNotFoundError, LogStore, LogStoreError
+from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
+
+from .errors import CheckpointFormatError, IncompleteCheckpointError
+from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
 
 
 @dataclass(slots=True)

@@ -16,11 +16,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkpoints.checksum import json_checksum
-from checkpoints.errors import CheckpointFormatError
-from checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
-from checkpoints.schema import ADD, PRESENCE_LEAVES, REMOVE, classic_schema
-from logstores import FileAlreadyExistsError, LogFileNotFoundError, LogStore
+from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError, LogStore
+
+from .checksum import json_checksum
+from .errors import CheckpointFormatError
+from .last_checkpoint import LastCheckpoint, parse_last_checkpoint
+from .schema import ADD, PRESENCE_LEAVES, REMOVE, classic_schema
 
 LAST_CHECKPOINT = "_last_checkpoint"
 

@@ -6,8 +6,8 @@ import time
 
 import pyarrow.compute as pc
 
-from checkpoints.last_checkpoint import LastCheckpoint
-from checkpoints.writer import CheckpointContent, write_checkpoint
+from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
 from deltalog.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONE_FIELDS, TOMBSTONES_SCHEMA
 from deltalog.snapshot import Snapshot

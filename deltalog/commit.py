@@ -17,9 +17,9 @@ from deltalog import __version__
 from deltalog.actions import CommitInfo
 from deltalog.config import log_retention_ms
 from deltalog.errors import InvalidInputError, SnapshotExpiredError, StorageError
+from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
 from deltalog.paths import checkpoint_name, commit_name
 from deltalog.storage import TableStorage, storage_errors
-from logstores import FileAlreadyExistsError, LogFileNotFoundError
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
 

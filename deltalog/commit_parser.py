@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from checkpoints.schema import ADD, REMOVE
 from deltalog.actions import (
     DV_REQUIRED_FIELDS,
     Action,
@@ -35,6 +34,7 @@ from deltalog.actions import (
     RemoveFile,
     parse_line,
 )
+from deltalog.checkpoints.schema import ADD, REMOVE
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
 

@@ -7,13 +7,13 @@ from collections.abc import Iterable
 from deltalog.actions import AddFile, Metadata
 from deltalog.errors import DuplicateFileError, InvalidPathError
 from deltalog.file_actions import scheme_prefix
+from deltalog.logstores import FileStatus, LogFileNotFoundError, scheme_of
+from deltalog.logstores.local import local_path_from_uri
 from deltalog.paths import check_relative, encode_path, has_scheme
 from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, read_footer
 from deltalog.storage import TableStorage, storage_errors
-from logstores import FileStatus, LogFileNotFoundError, scheme_of
-from logstores.local import local_path_from_uri
 
 
 def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:

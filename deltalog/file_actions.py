@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkpoints.schema import ADD, REMOVE
 from deltalog.actions import AddFile, RemoveFile
+from deltalog.checkpoints.schema import ADD, REMOVE
 
 
 def snake(name: str) -> str:

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkpoints.errors import CheckpointError
-from checkpoints.reader import read_checkpoint
 from deltalog.actions import (
     Action,
     AddFile,
@@ -33,6 +31,8 @@ from deltalog.actions import (
     parse_action,
     parse_actions,
 )
+from deltalog.checkpoints.errors import CheckpointError
+from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.commit_parser import parse_commits
 from deltalog.errors import (
     CorruptCheckpointError,

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.config import log_retention_ms
+from deltalog.logstores import FileStatus
 from deltalog.paths import parse_log_name
 from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage, storage_errors
-from logstores import FileStatus
 
 _CRC = re.compile(r"^(\d{20})\.crc$")
 _COMPACTED = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")

@@ -6,12 +6,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from checkpoints.errors import CheckpointFormatError
-from checkpoints.last_checkpoint import parse_last_checkpoint
+from deltalog.checkpoints.errors import CheckpointFormatError
+from deltalog.checkpoints.last_checkpoint import parse_last_checkpoint
 from deltalog.errors import TableNotFoundError, VersionGapError, VersionNotFoundError
+from deltalog.logstores import FileStatus
 from deltalog.paths import commit_name, parse_log_name
 from deltalog.storage import TableStorage
-from logstores import FileStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,7 @@ from deltalog.errors import (
     TableNotFoundError,
     UnsafeStorageError,
 )
-from deltalog.paths import LAST_CHECKPOINT, LOG_DIR, decode_path, has_scheme, scheme_family
-from logstores import (
+from deltalog.logstores import (
     FileStatus,
     LogFileNotFoundError,
     LogStore,
@@ -21,8 +20,9 @@ from logstores import (
     UnsafeStoreConfigurationError,
     open_store,
 )
-from logstores.local import local_path_from_uri
-from logstores.options import redact_uri
+from deltalog.logstores.local import local_path_from_uri
+from deltalog.logstores.options import redact_uri
+from deltalog.paths import LAST_CHECKPOINT, LOG_DIR, decode_path, has_scheme, scheme_family
 
 
 @contextlib.contextmanager

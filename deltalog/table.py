@@ -12,10 +12,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.check import CheckReport, check_storage
 from deltalog.checkpointing import write_snapshot_checkpoint
+from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.errors import (
     AppendOnlyError,
@@ -28,6 +28,7 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import protocol_for_new_table
+from deltalog.logstores import LogFileNotFoundError
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
@@ -38,7 +39,6 @@ from deltalog.segment import LogListing, classify, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.transaction import Transaction
-from logstores import LogFileNotFoundError
 
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 

@@ -67,6 +67,7 @@ from deltalog.features import (
     protocol_for_new_table,
 )
 from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
+from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.partitions import check_partition_columns, parse_partition_value
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
@@ -75,7 +76,6 @@ from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType, as_struct
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
-from logstores import FileStatus, LogFileNotFoundError
 
 _log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from servers.fixtures import CloudTable, cloud_location
 from servers.gcs_server import delta_rs_service_account, delta_rs_storage_options
 
 from deltalog import DeltaTable
+from deltalog.logstores import LogStore, open_store
+from deltalog.logstores.azure import EMULATOR_KEY
 from deltalog.partitions import hive_partition_dir
-from logstores import LogStore, open_store
-from logstores.azure import EMULATOR_KEY
 
 Location = CloudTable
 

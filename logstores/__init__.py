@@ -3,8 +3,8 @@
 This package knows nothing of Delta; it moves bytes. See :class:`LogStore` for the contract.
 """
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
@@ -17,9 +17,9 @@ from logstores.errors import (
     UnknownSchemeError,
     UnsafeStoreConfigurationError,
 )
-from logstores.local import LocalLogStore
-from logstores.memory import MemoryLogStore
-from logstores.registry import open_store, scheme_of
+from .local import LocalLogStore
+from .memory import MemoryLogStore
+from .registry import open_store, scheme_of
 
 __all__ = [
     "FileAlreadyExistsError",

@@ -37,8 +37,8 @@ from typing import Any
 from azure.core import exceptions as azure_exceptions
 from azure.storage.blob import BlobPrefix, BlobServiceClient
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
@@ -49,9 +49,9 @@ from logstores.errors import (
     StoreThrottledError,
     StoreUnavailableError,
 )
-from logstores.object_store import ObjectLogStore
-from logstores.options import StoreOptions, redact_uri, refuse_credentials_in_uri
-from logstores.retry import StoreRetryPolicy
+from .object_store import ObjectLogStore
+from .options import StoreOptions, redact_uri, refuse_credentials_in_uri
+from .retry import StoreRetryPolicy
 
 KNOWN_OPTIONS = (
     "azure.account_name",

@@ -29,11 +29,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from logstores.errors import FileAlreadyExistsError, StoreConfigurationError
-from logstores.external import DEFAULT_TTL_SECONDS, ExternalCommitEntry, ExternalCoordinatedLogStore
-from logstores.options import StoreOptions
-from logstores.retry import StoreRetryPolicy, call_with_retries, create_with_retries
-from logstores.s3 import AwsConnection, S3LogStore, aws_errors, error_code, map_aws_error
+from .errors import FileAlreadyExistsError, StoreConfigurationError
+from .external import DEFAULT_TTL_SECONDS, ExternalCommitEntry, ExternalCoordinatedLogStore
+from .options import StoreOptions
+from .retry import StoreRetryPolicy, call_with_retries, create_with_retries
+from .s3 import AwsConnection, S3LogStore, aws_errors, error_code, map_aws_error
 
 ATTR_TABLE_PATH = "tablePath"
 ATTR_FILE_NAME = "fileName"

@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,

@@ -31,8 +31,8 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 from google.cloud.storage import exceptions as storage_exceptions
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
@@ -42,9 +42,9 @@ from logstores.errors import (
     StoreThrottledError,
     StoreUnavailableError,
 )
-from logstores.object_store import ObjectLogStore
-from logstores.options import StoreOptions, split_bucket_url
-from logstores.retry import StoreRetryPolicy
+from .object_store import ObjectLogStore
+from .options import StoreOptions, split_bucket_url
+from .retry import StoreRetryPolicy
 
 KNOWN_OPTIONS = (
     "gcs.endpoint",

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     StoreAccessDeniedError,

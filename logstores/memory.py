@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import FileAlreadyExistsError, LogFileNotFoundError
+from .base import FileStatus, LogStore
+from .errors import FileAlreadyExistsError, LogFileNotFoundError
 
 
 class MemoryLogStore(LogStore):

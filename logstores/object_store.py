@@ -24,13 +24,13 @@ from abc import abstractmethod
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     LogFileNotFoundError,
     StoreConfigurationError,
 )
-from logstores.ranged_reader import open_ranged
-from logstores.retry import StoreRetryPolicy, call_with_retries, create_with_retries
+from .ranged_reader import open_ranged
+from .retry import StoreRetryPolicy, call_with_retries, create_with_retries
 
 
 class ObjectLogStore(LogStore):

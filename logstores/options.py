@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from logstores.errors import StoreConfigurationError
+from .errors import StoreConfigurationError
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}

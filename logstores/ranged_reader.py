@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 
-from logstores.errors import StoreIOError
+from .errors import StoreIOError
 
 #: Reads at least this much per request, so small sequential reads do not each cost a request.
 DEFAULT_BUFFER = 1 << 20

@@ -15,22 +15,24 @@ from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, cast
 
-from logstores.base import LogStore
-from logstores.errors import MissingDependencyError, UnknownSchemeError
+from .base import LogStore
+from .errors import MissingDependencyError, UnknownSchemeError
 
 ENTRY_POINT_GROUP = "deltalog.logstores"
+#: The package these stores are installed under (``deltalog.logstores``).
+_PACKAGE = __name__.rpartition(".")[0]
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 #: scheme -> (``module:Class``, pip extra that brings its SDK or ``None``)
 BUILTIN_STORES: dict[str, tuple[str, str | None]] = {
-    "file": ("logstores.local:LocalLogStore", None),
-    "memory": ("logstores.memory:MemoryLogStore", None),
-    "s3": ("logstores.s3:S3LogStore", "s3"),
-    "s3a": ("logstores.s3:S3LogStore", "s3"),
-    "gs": ("logstores.gcs:GCSLogStore", "gcs"),
-    "az": ("logstores.azure:AzureLogStore", "azure"),
-    "abfs": ("logstores.azure:AzureLogStore", "azure"),
-    "abfss": ("logstores.azure:AzureLogStore", "azure"),
+    "file": (f"{_PACKAGE}.local:LocalLogStore", None),
+    "memory": (f"{_PACKAGE}.memory:MemoryLogStore", None),
+    "s3": (f"{_PACKAGE}.s3:S3LogStore", "s3"),
+    "s3a": (f"{_PACKAGE}.s3:S3LogStore", "s3"),
+    "gs": (f"{_PACKAGE}.gcs:GCSLogStore", "gcs"),
+    "az": (f"{_PACKAGE}.azure:AzureLogStore", "azure"),
+    "abfs": (f"{_PACKAGE}.azure:AzureLogStore", "azure"),
+    "abfss": (f"{_PACKAGE}.azure:AzureLogStore", "azure"),
 }
 
 
@@ -51,7 +53,7 @@ def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name and not exc.name.startswith(("logstores", module_name)):
+        if exc.name and not exc.name.startswith((_PACKAGE, module_name)):
             hint = f"pip install 'deltalog[{extra}]'" if extra else f"install {exc.name}"
             raise MissingDependencyError(
                 f"the {scheme}:// log store needs the package {exc.name!r}: {hint}"

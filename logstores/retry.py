@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from logstores.errors import FileAlreadyExistsError, StoreThrottledError, StoreUnavailableError
+from .errors import FileAlreadyExistsError, StoreThrottledError, StoreUnavailableError
 
 T = TypeVar("T")
 

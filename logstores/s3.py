@@ -42,8 +42,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from logstores.base import FileStatus, LogStore
-from logstores.errors import (
+from .base import FileStatus, LogStore
+from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
@@ -54,9 +54,9 @@ from logstores.errors import (
     StoreUnavailableError,
     UnsafeStoreConfigurationError,
 )
-from logstores.object_store import ObjectLogStore
-from logstores.options import StoreOptions, redact_uri, split_bucket_url
-from logstores.retry import StoreRetryPolicy
+from .object_store import ObjectLogStore
+from .options import StoreOptions, redact_uri, split_bucket_url
+from .retry import StoreRetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -342,7 +342,7 @@ class S3LogStore(ObjectLogStore):
         root = prefix + key if key else prefix.rstrip("/")
         client = connection.client("s3")
         if protocol == DYNAMODB:
-            from logstores.dynamodb import S3DynamoDBLogStore
+            from .dynamodb import S3DynamoDBLogStore
 
             objects = cls(client, prefix, bucket, create_mode="check-then-put", retry=retry)
             return S3DynamoDBLogStore.from_options(objects, opts, connection), root

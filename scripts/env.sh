@@ -3,24 +3,34 @@
 # and its development extras. Idempotent: re-running only installs what changed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${DELTALOG_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "[setup] creating virtualenv $VENV" >&2
-  "$PY" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-fi
-stamp="$VENV/.deltalog-installed"
-if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
-  echo "[setup] installing deltalog[dev] into $VENV" >&2
-  log="$VENV/install.log"
-  if ! "$VENV/bin/python" -m pip install -e "$ROOT[dev]" >"$log" 2>&1; then
-    tail -40 "$log" >&2
-    echo "[setup] pip install failed; full log in $log" >&2
-    exit 1
+
+# ensure_venv DIR CONSTRAINTS: a virtualenv at DIR with deltalog (editable) and its development
+# extras, the Spark line fixed by the constraints file. Re-installs only when pyproject.toml or
+# the constraints changed.
+ensure_venv() {
+  local venv="$1" constraints="$2"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "[setup] creating virtualenv $venv" >&2
+    "$PY" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   fi
-  touch "$stamp"
-fi
+  local stamp="$venv/.deltalog-installed"
+  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$constraints" -nt "$stamp" ]; then
+    echo "[setup] installing deltalog[dev] into $venv ($(grep -v '^#' "$constraints" | tr '\n' ' '))" >&2
+    local log="$venv/install.log"
+    if ! "$venv/bin/python" -m pip install -c "$constraints" -e "$ROOT[dev]" >"$log" 2>&1; then
+      tail -40 "$log" >&2
+      echo "[setup] pip install failed; full log in $log" >&2
+      return 1
+    fi
+    touch "$stamp"
+  fi
+}
+
+# The default environment: the newest Spark 4 line a released delta-spark supports.
+VENV="${DELTALOG_VENV:-$ROOT/.venv}"
+ensure_venv "$VENV" "$ROOT/scripts/constraints/spark4.txt"
 export PATH="$VENV/bin:$PATH"
 
 # Azurite (Azure Blob emulator) from npm, for the Azure log store tests. Pinned; installed once.

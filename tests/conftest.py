@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import pytest
 
-from logstores import LocalLogStore, LogStore, MemoryLogStore, open_store
+from deltalog.logstores import LocalLogStore, LogStore, MemoryLogStore, open_store
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent

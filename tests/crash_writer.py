@@ -54,8 +54,8 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
 from deltalog import DeltaTable  # noqa: E402
-from logstores import LocalLogStore, LogStore, open_store  # noqa: E402
-from logstores.external import ExternalCoordinatedLogStore  # noqa: E402
+from deltalog.logstores import LocalLogStore, LogStore, open_store  # noqa: E402
+from deltalog.logstores.external import ExternalCoordinatedLogStore  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("writer", pa.string())])
 #: Table properties: a checkpoint after every second commit; log cleanup off, so that every

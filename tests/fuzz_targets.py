@@ -57,11 +57,6 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import deltalog.replay as replay_module
-from checkpoints.checksum import json_checksum
-from checkpoints.errors import CheckpointError, CheckpointFormatError
-from checkpoints.last_checkpoint import parse_last_checkpoint
-from checkpoints.reader import read_checkpoint
-from checkpoints.schema import ACTION_TYPES as CHECKPOINT_COLUMNS
 from deltalog import DeltaTable
 from deltalog.actions import (
     AddFile,
@@ -71,6 +66,11 @@ from deltalog.actions import (
     parse_actions,
     serialize_actions,
 )
+from deltalog.checkpoints.checksum import json_checksum
+from deltalog.checkpoints.errors import CheckpointError, CheckpointFormatError
+from deltalog.checkpoints.last_checkpoint import parse_last_checkpoint
+from deltalog.checkpoints.reader import read_checkpoint
+from deltalog.checkpoints.schema import ACTION_TYPES as CHECKPOINT_COLUMNS
 from deltalog.commit_parser import ParsedCommits, parse_commits
 from deltalog.errors import (
     DeltaLogError,
@@ -89,6 +89,7 @@ from deltalog.file_actions import (
     removes_to_table,
     scheme_prefix,
 )
+from deltalog.logstores import LocalLogStore, LogStore, MemoryLogStore
 from deltalog.partitions import (
     HIVE_NULL,
     check_partition_values,
@@ -109,7 +110,6 @@ from deltalog.schema import (
     StructType,
     _parse_type,
 )
-from logstores import LocalLogStore, LogStore, MemoryLogStore
 
 T = TypeVar("T")
 Input = tuple[bytes, str]

@@ -30,7 +30,7 @@ from tableutil import log_names, write_parquet
 
 import deltalog
 from deltalog import DeltaTable, DuplicateFileError, InvalidPathError, SchemaMismatchError
-from logstores import LogFileNotFoundError, open_store
+from deltalog.logstores import LogFileNotFoundError, open_store
 
 # --------------------------------------------------------------------------- helpers
 

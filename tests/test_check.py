@@ -23,14 +23,14 @@ import pytest
 from servers.fixtures import CloudTable
 from tableutil import log_names, write_commit, write_parquet
 
-from checkpoints.writer import write_checkpoint
 from deltalog import DeltaTable, check_table
 from deltalog.check import CODES, CheckReport, Finding, check_storage
 from deltalog.checkpointing import checkpoint_content
+from deltalog.checkpoints.writer import write_checkpoint
 from deltalog.cli import main
 from deltalog.errors import TableNotFoundError
+from deltalog.logstores import LocalLogStore, open_store
 from deltalog.storage import TableStorage
-from logstores import LocalLogStore, open_store
 
 SCHEMA = pa.schema(
     [

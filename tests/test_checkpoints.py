@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from tableutil import write_parquet
 
-from checkpoints.checksum import canonical_json, json_checksum
-from checkpoints.errors import CheckpointFormatError
-from checkpoints.last_checkpoint import parse_last_checkpoint
 from deltalog import DeltaTable, VersionNotFoundError
+from deltalog.checkpoints.checksum import canonical_json, json_checksum
+from deltalog.checkpoints.errors import CheckpointFormatError
+from deltalog.checkpoints.last_checkpoint import parse_last_checkpoint
 from deltalog.replay import replay
 from deltalog.schema import type_from_arrow
 from deltalog.segment import list_log
@@ -349,7 +349,7 @@ def test_lazy_stats_after_removes_following_a_checkpoint(tmp_path: Path) -> None
 
 
 def test_checkpoint_row_groups_separate_actions(tmp_path: Path) -> None:
-    from checkpoints.reader import _row_groups_with
+    from deltalog.checkpoints.reader import _row_groups_with
 
     table = _appended(tmp_path, 3)
     table.overwrite_files([write_parquet(tmp_path, "p=9/o.parquet", pa.table({"id": [9]}))])

@@ -29,7 +29,7 @@ import pytest
 from spawned import run_writers
 
 from deltalog import DeltaTable
-from logstores import LogStore, open_store
+from deltalog.logstores import LogStore, open_store
 
 if TYPE_CHECKING:
     from servers.fixtures import CloudTable

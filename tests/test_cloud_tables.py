@@ -13,7 +13,7 @@ from servers.fixtures import BUCKET, CloudTable, cloud_location, s3_options
 
 from deltalog import DeltaTable, UnsafeStorageError, col
 from deltalog.cli import main as cli_main
-from logstores import LogStore, UnsafeStoreConfigurationError, open_store
+from deltalog.logstores import LogStore, UnsafeStoreConfigurationError, open_store
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("p", pa.string())])
 

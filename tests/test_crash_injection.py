@@ -74,7 +74,7 @@ from servers.fixtures import BUCKET, DYNAMO_TABLE, CloudTable, cloud_location
 
 from deltalog import DeltaTable
 from deltalog.check import check_table
-from logstores import LogStore, open_store
+from deltalog.logstores import LogStore, open_store
 
 CRASH_WRITER = Path(__file__).resolve().parent / "crash_writer.py"
 #: Which occurrence of the step each of the three kills stops at.

@@ -54,7 +54,7 @@ from deltalog.errors import (
     StorageError,
     UnsafeStorageError,
 )
-from logstores import (
+from deltalog.logstores import (
     LogFileNotFoundError,
     LogStore,
     StoreAccessDeniedError,
@@ -63,8 +63,13 @@ from logstores import (
     UnsafeStoreConfigurationError,
     open_store,
 )
-from logstores.azure import EMULATOR_ACCOUNT, EMULATOR_KEY
-from logstores.options import has_credentials, is_secret_option, redact_uri, safe_option_name
+from deltalog.logstores.azure import EMULATOR_ACCOUNT, EMULATOR_KEY
+from deltalog.logstores.options import (
+    has_credentials,
+    is_secret_option,
+    redact_uri,
+    safe_option_name,
+)
 
 MARK = "DLCANARY"
 AWS_KEY_ID = f"AKIA{MARK}0000001"
@@ -192,7 +197,7 @@ def test_the_witness_catches_leaks(caplog: pytest.LogCaptureFixture) -> None:
         with pytest.raises(AssertionError):
             witness.exception("probe", exc)
     caplog.set_level(logging.DEBUG)
-    logging.getLogger("logstores.probe").debug("%s", AZURE_KEY)
+    logging.getLogger("deltalog.logstores.probe").debug("%s", AZURE_KEY)
     with pytest.raises(AssertionError):
         witness.logs(caplog)
     caplog.clear()
@@ -338,7 +343,9 @@ def test_s3_table_lifecycle_leaks_nothing(
     _lifecycle(uri, options, witness, caplog, capsys)
     if protocol == "unsafe-single-writer":
         # Our own warning is among the judged records (it names the table, nothing else).
-        assert any(r.name == "logstores.s3" and uri in r.getMessage() for r in caplog.records)
+        assert any(
+            r.name == "deltalog.logstores.s3" and uri in r.getMessage() for r in caplog.records
+        )
     if protocol == "dynamodb":
         dynamodb = boto3.client(
             "dynamodb",

@@ -60,9 +60,9 @@ from deltalog.errors import (
     ConcurrentDeleteReadError,
     ConcurrentModificationError,
 )
+from deltalog.logstores import LogFileNotFoundError, MemoryLogStore
 from deltalog.predicates import PredicateLike, col
 from deltalog.transaction import Transaction
-from logstores import LogFileNotFoundError, MemoryLogStore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 VALUES = ("0", "1", "2")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from logstores import FileStatus, LocalLogStore, LogFileNotFoundError, LogStoreError
+from deltalog.logstores import FileStatus, LocalLogStore, LogFileNotFoundError, LogStoreError
 
 if TYPE_CHECKING:
     from conftest import StoreUnderTest

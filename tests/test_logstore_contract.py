@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from logstores import (
+from deltalog.logstores import (
     FileAlreadyExistsError,
     FileStatus,
     LocalLogStore,
@@ -423,8 +423,9 @@ def test_open_store_without_the_sdk_names_the_extra(
     parent, _, leaf = sdk.rpartition(".")
     if parent in sys.modules:  # "from google.cloud import storage" would find the attribute
         monkeypatch.delattr(sys.modules[parent], leaf, raising=False)
-    for name in [m for m in sys.modules if m.startswith("logstores.") and m != "logstores.base"]:
-        if name.split(".")[1] in ("s3", "gcs", "azure", "dynamodb"):
+    prefix = "deltalog.logstores."
+    for name in [m for m in sys.modules if m.startswith(prefix)]:
+        if name.removeprefix(prefix) in ("s3", "gcs", "azure", "dynamodb"):
             monkeypatch.delitem(sys.modules, name)
     with pytest.raises(MissingDependencyError) as info:
         open_store(uri, {"s3.commit_protocol": "conditional-put"})

@@ -27,7 +27,7 @@ from deltalog import DeltaTable, check_table
 from deltalog.actions import AddFile, RemoveFile
 from deltalog.cli import main
 from deltalog.errors import DeltaLogError, InvalidPathError
-from logstores import LogStore, open_store
+from deltalog.logstores import LogStore, open_store
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from logstores import FileAlreadyExistsError, LocalLogStore, MemoryLogStore
+from deltalog.logstores import FileAlreadyExistsError, LocalLogStore, MemoryLogStore
 
 WRITERS = 8
 ROUNDS = 200

@@ -20,7 +20,7 @@ import pytest
 from servers.fixtures import BUCKET, DYNAMO_TABLE, CloudTable, cloud_location, s3_options
 
 from deltalog import AddFile, DeltaTable
-from logstores import (
+from deltalog.logstores import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
@@ -28,8 +28,8 @@ from logstores import (
     StoreIOError,
     open_store,
 )
-from logstores.dynamodb import S3DynamoDBLogStore, entry_to_item
-from logstores.external import ExternalCommitEntry, ExternalCoordinatedLogStore
+from deltalog.logstores.dynamodb import S3DynamoDBLogStore, entry_to_item
+from deltalog.logstores.external import ExternalCommitEntry, ExternalCoordinatedLogStore
 
 SCHEMA = pa.schema([("x", pa.int64())])
 

@@ -38,9 +38,9 @@ from deltalog import (
     TransactionClosedError,
     UnsupportedFeatureError,
 )
+from deltalog.logstores import open_store
 from deltalog.spark import stage, write
 from deltalog.spark.task import TaskPlan
-from logstores import open_store
 
 SERIALIZABLE = {"delta.isolationLevel": "Serializable"}
 STRING_PREFIX = 32  # deltalog/stats.py: string bounds are cut to a 32-character prefix

@@ -33,8 +33,8 @@ from scripted_http import (
 )
 from servers import harness
 
-import logstores.retry as retry_module
-from logstores import (
+import deltalog.logstores.retry as retry_module
+from deltalog.logstores import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
@@ -44,12 +44,12 @@ from logstores import (
     StoreUnavailableError,
     UnsafeStoreConfigurationError,
 )
-from logstores.azure import EMULATOR_KEY, AzureLogStore
-from logstores.gcs import GCSLogStore
-from logstores.object_store import ObjectLogStore
-from logstores.ranged_reader import RangedReader, open_ranged
-from logstores.retry import StoreRetryPolicy, call_with_retries
-from logstores.s3 import S3LogStore
+from deltalog.logstores.azure import EMULATOR_KEY, AzureLogStore
+from deltalog.logstores.gcs import GCSLogStore
+from deltalog.logstores.object_store import ObjectLogStore
+from deltalog.logstores.ranged_reader import RangedReader, open_ranged
+from deltalog.logstores.retry import StoreRetryPolicy, call_with_retries
+from deltalog.logstores.s3 import S3LogStore
 
 FAST = StoreRetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.002)
 DATA = b'{"commitInfo":{"txnId":"ours"}}\n'
@@ -83,7 +83,7 @@ def assert_mapped(
     """``exc`` is one of ours, raised ``from`` the SDK exception ``cause``."""
     assert isinstance(exc, LogStoreError)
     assert not isinstance(exc, SDK_ERRORS)
-    assert type(exc).__module__ == "logstores.errors"
+    assert type(exc).__module__ == "deltalog.logstores.errors"
     assert isinstance(exc.__cause__, cause), repr(exc.__cause__)
 
 

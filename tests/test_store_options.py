@@ -25,7 +25,7 @@ from servers.fixtures import s3_options
 
 from deltalog import DeltaTable
 from deltalog.errors import StorageError
-from logstores import (
+from deltalog.logstores import (
     LogStoreError,
     MissingDependencyError,
     StoreAccessDeniedError,
@@ -33,12 +33,12 @@ from logstores import (
     UnsafeStoreConfigurationError,
     open_store,
 )
-from logstores.azure import EMULATOR_ACCOUNT, EMULATOR_KEY, AzureLogStore, parse_azure_url
-from logstores.dynamodb import S3DynamoDBLogStore
-from logstores.gcs import GCSLogStore
-from logstores.options import StoreOptions
-from logstores.retry import StoreRetryPolicy
-from logstores.s3 import (
+from deltalog.logstores.azure import EMULATOR_ACCOUNT, EMULATOR_KEY, AzureLogStore, parse_azure_url
+from deltalog.logstores.dynamodb import S3DynamoDBLogStore
+from deltalog.logstores.gcs import GCSLogStore
+from deltalog.logstores.options import StoreOptions
+from deltalog.logstores.retry import StoreRetryPolicy
+from deltalog.logstores.s3 import (
     CONDITIONAL_PUT,
     DYNAMODB,
     KNOWN_OPTIONS,
@@ -253,7 +253,7 @@ def test_unsafe_single_writer_checks_then_puts_and_warns(
     protocol: dict[str, str], scripted: ScriptedServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     options = {"s3.region": "us-east-1", "s3.endpoint": scripted.endpoint, **harness.AWS_KEYS}
-    with caplog.at_level(logging.WARNING, logger="logstores.s3"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.logstores.s3"):
         store = _s3("s3://bkt/t", {**options, **protocol})
     assert store.create_mode == "check-then-put"
     assert any("unsafe-single-writer" in r.getMessage() for r in caplog.records)

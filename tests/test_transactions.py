@@ -1297,7 +1297,7 @@ def test_a_commit_whose_store_said_taken_but_landed_is_not_written_twice(
     # An object store can answer "taken" for a commit that did land (a retried conditional PUT
     # whose first attempt's reply was lost). The commit at that version is then our own: the
     # transaction must report it, not commit the same actions again at the next version.
-    from logstores import FileAlreadyExistsError, LocalLogStore
+    from deltalog.logstores import FileAlreadyExistsError, LocalLogStore
 
     root = tmp_path / "t"
     DeltaTable.create(str(root), pa.schema([("x", pa.int64())]))

@@ -6,18 +6,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoints.errors import CheckpointError, CheckpointFormatError, IncompleteCheckpointError
-from checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
-from checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.actions import DeletionVector, DomainMetadata, Metadata, Protocol, Txn, parse_action
 from deltalog.check.actions import ActionChecks
 from deltalog.check.state import Layout, LiveFile, TableState
+from deltalog.checkpoints.errors import (
+    CheckpointError,
+    CheckpointFormatError,
+    IncompleteCheckpointError,
+)
+from deltalog.checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
+from deltalog.checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import canonical_path, file_key
+from deltalog.logstores import FileStatus
 from deltalog.paths import LAST_CHECKPOINT, commit_name
 from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage, storage_errors
-from logstores import FileStatus
 
 _ADD_FIELDS = ("path", "size", "partitionValues", "deletionVector", "stats")
 _REMOVE_FIELDS = ("path",)

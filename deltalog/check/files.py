@@ -5,9 +5,9 @@ from __future__ import annotations
 from deltalog.check.findings import Findings
 from deltalog.check.state import TableState
 from deltalog.errors import InvalidPathError
+from deltalog.logstores import LogFileNotFoundError
 from deltalog.paths import LOG_DIR, check_action_path
 from deltalog.storage import TableStorage, storage_errors
-from logstores import LogFileNotFoundError
 
 
 class FileChecks:

@@ -11,10 +11,10 @@ from deltalog.check.files import FileChecks
 from deltalog.check.findings import CheckReport, Findings
 from deltalog.check.state import TableState, compare_checkpoint
 from deltalog.errors import MalformedCommitError, TableNotFoundError
+from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import commit_name, parse_log_name
 from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage
-from logstores import FileStatus, LogFileNotFoundError
 
 
 def check_table(

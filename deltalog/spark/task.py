@@ -25,12 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.logstores import LogStore, open_store
 from deltalog.partitions import hive_partition_dir, serialize_partition_value
 from deltalog.paths import encode_path
 from deltalog.schema import StructType
 from deltalog.spark.constraints import enforce, has_constraints
 from deltalog.stats import FooterInfo, compute_stats
-from logstores import LogStore, open_store
 
 #: Spark DDL of the rows a task returns, one per data file.
 RESULT_DDL = (

@@ -83,7 +83,7 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness
     server = _start(harness.start_azurite, tmp_path_factory)
     from azure.storage.blob import BlobServiceClient
 
-    from logstores.azure import EMULATOR_KEY
+    from deltalog.logstores.azure import EMULATOR_KEY
 
     BlobServiceClient(
         f"{server.endpoint}/{harness.AZURITE_ACCOUNT}",
@@ -117,7 +117,7 @@ def gcs_options(endpoint: str) -> dict[str, str]:
 
 def azure_options(endpoint: str) -> dict[str, str]:
     """Storage options for Azurite."""
-    from logstores.azure import EMULATOR_KEY
+    from deltalog.logstores.azure import EMULATOR_KEY
 
     return {
         "azure.endpoint": f"{endpoint}/{harness.AZURITE_ACCOUNT}",

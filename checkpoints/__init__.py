@@ -1,0 +1,5 @@
+"""Parquet checkpoints: read classic, multi-part and V2 checkpoints; write classic ones.
+
+Installed as ``deltalog.checkpoints``. Knows the checkpoint schema, Arrow and a log store, not
+transactions.
+"""
