@@ -23,9 +23,12 @@
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
     │   ├── FileNotInTableError       removing a file that is not live
     │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
+    │   ├── InvalidRetentionError     a negative vacuum retention
+    │   │   └── RetentionTooShortError    shorter than the table's, with the check enabled
     │   └── InvalidPredicateError     a partition predicate that names other columns or bad values
     │       └── ReplaceWhereMismatchError  written data falls outside an overwrite's predicate
     ├── SparkWriteError               the Spark job writing a DataFrame's files failed
+    ├── CannotVacuumLiteError         lite vacuum needs commits that log cleanup removed
     ├── TransactionClosedError        a transaction was used after it committed or aborted
     ├── StorageError                  the log store failed (wraps logstores.LogStoreError)
     │   └── StorageConfigurationError the store cannot be set up (scheme, SDK, options)
@@ -176,6 +179,34 @@ class ReplaceWhereMismatchError(InvalidPredicateError):
 
 class ConstraintViolationError(InvalidInputError):
     """Rows break a column constraint of the table (NOT NULL, CHAR/VARCHAR length)."""
+
+
+class InvalidRetentionError(InvalidInputError):
+    """A vacuum retention that cannot be used (negative); nothing was deleted."""
+
+
+class RetentionTooShortError(InvalidRetentionError):
+    """A vacuum retention shorter than the table's ``delta.deletedFileRetentionDuration``.
+
+    delta-spark's ``DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT``: a concurrent writer's files that
+    are not committed yet, or files old snapshots still read, could be deleted. Pass
+    ``enforce_retention_duration=False`` (CLI: ``--no-retention-check``) only when no other
+    writer or reader uses the table. Nothing was deleted.
+
+    Attributes:
+        configured_hours: The table's retention in hours (rounded up).
+    """
+
+    def __init__(self, message: str, *, configured_hours: int) -> None:
+        super().__init__(message)
+        self.configured_hours = configured_hours
+
+
+class CannotVacuumLiteError(DeltaLogError):
+    """Lite vacuum needs commits that log cleanup already deleted; run a full vacuum.
+
+    delta-spark's ``DELTA_CANNOT_VACUUM_LITE``. Nothing was deleted.
+    """
 
 
 class SparkWriteError(DeltaLogError):

@@ -4,7 +4,8 @@ A version stays reconstructable as long as a complete checkpoint at or before it
 commit after that checkpoint remain. Cleanup therefore picks the newest checkpoint written at or
 before the cutoff (``now - delta.logRetentionDuration``), checks that its files are readable
 Parquet, and deletes only files for versions strictly older than it whose own modification time
-is also before the cutoff. That checkpoint and everything after it are never touched.
+is also before the cutoff. That checkpoint and everything after it are never touched. Temp
+files of dead or finished log writes go too (:mod:`deltalog.log_temp`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.config import log_retention_ms
+from deltalog.log_temp import cleanup_log_temp_files
 from deltalog.logstores import FileStatus
 from deltalog.paths import parse_log_name
 from deltalog.segment import Checkpoint, classify
@@ -131,4 +133,7 @@ def run_cleanup(
         with storage_errors(f"cannot delete {status.name}"):
             storage.store.delete(status.path)
         deleted.append(status.name)
+    prefix = storage.log_path + "/"
+    for location in cleanup_log_temp_files(storage, now_ms=now_ms):
+        deleted.append(location[len(prefix) :] if location.startswith(prefix) else location)
     return deleted, plan.next_due_ms

@@ -147,3 +147,16 @@ def build_segment(
             version=missing[0],
         )
     return LogSegment(target, checkpoint, tuple(listing.commits[v] for v in needed))
+
+
+def commit_times(listing: LogListing) -> dict[int, int]:
+    """Each commit's time: its file's modification time, raised to one past the previous.
+
+    This is the commit timestamp delta-spark's history and time travel use.
+    """
+    out: dict[int, int] = {}
+    previous = -1
+    for v in sorted(listing.commits):
+        previous = max(listing.commits[v].modification_time, previous + 1)
+        out[v] = previous
+    return out

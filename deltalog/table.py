@@ -35,10 +35,12 @@ from deltalog.predicates import PredicateLike, as_predicate, matches, partition_
 from deltalog.replay import read_commit, replay
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
-from deltalog.segment import LogListing, classify, list_log
+from deltalog.segment import LogListing, classify, commit_times, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.transaction import Transaction
+from deltalog.vacuum import Progress, VacuumMode, VacuumResult
+from deltalog.vacuum import vacuum as run_vacuum
 
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
@@ -243,7 +245,7 @@ class DeltaTable:
             limit: At most this many entries.
         """
         listing = list_log(self._storage, use_hint=False)
-        times = _commit_times(listing)
+        times = commit_times(listing)
         versions = sorted((v for v in listing.commits if v <= self.version()), reverse=True)
         if limit is not None:
             versions = versions[: max(limit, 0)]
@@ -411,6 +413,55 @@ class DeltaTable:
         """
         return cleanup_log(self._storage, dict(self._snapshot.configuration))
 
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        *,
+        dry_run: bool = True,
+        mode: VacuumMode = "full",
+        enforce_retention_duration: bool = True,
+        progress: Progress | None = None,
+        now_ms: int | None = None,
+    ) -> VacuumResult:
+        """Delete data files the latest version no longer needs (see :mod:`deltalog.vacuum`).
+
+        Moves this object to the latest version first; a real run adds the ``VACUUM START`` and
+        ``VACUUM END`` commits.
+
+        Args:
+            retention_hours: Keep files younger than this many hours; default the table's
+                ``delta.deletedFileRetentionDuration`` (one week unless set).
+            dry_run: Only report what would be deleted (the default, as in delta-rs).
+            mode: ``"full"`` lists the table directory (also finds files no commit named);
+                ``"lite"`` reads the removed files from the log instead.
+            enforce_retention_duration: Refuse a retention shorter than the table's.
+            progress: Called with ``(deleted, total)`` after each batch of deletes.
+            now_ms: The current time in ms (default: the clock).
+
+        Returns:
+            The files deleted (or to delete), their size, and the commits written.
+
+        Raises:
+            InvalidRetentionError: A negative retention.
+            RetentionTooShortError: Shorter than the table's while the check is enforced.
+            CannotVacuumLiteError: ``mode="lite"`` needs commits that were cleaned up.
+            UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
+            StorageError: The store failed.
+        """
+        self.update()
+        return run_vacuum(
+            self._storage,
+            self._snapshot,
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            mode=mode,
+            enforce_retention_duration=enforce_retention_duration,
+            now_ms=now_ms,
+            progress=progress,
+            retry=self._retry,
+            on_commit=lambda snapshot: self._advanced(snapshot, True),
+        )
+
     def check(self, *, data_files: bool = True) -> CheckReport:
         """Validate the table's log, checkpoints and data files (see :mod:`deltalog.check`).
 
@@ -480,21 +531,11 @@ def _refuse_existing(storage: TableStorage) -> None:
         raise TableAlreadyExistsError(f"a Delta table already exists at {storage.uri}")
 
 
-def _commit_times(listing: LogListing) -> dict[int, int]:
-    """Each commit's time: its file's modification time, raised to one past the previous."""
-    out: dict[int, int] = {}
-    previous = -1
-    for v in sorted(listing.commits):
-        previous = max(listing.commits[v].modification_time, previous + 1)
-        out[v] = previous
-    return out
-
-
 def _version_at(listing: LogListing, ts: int) -> int:
     """Latest version committed at or before ``ts`` (commit file times, made monotonic)."""
     if not listing.commits:
         raise VersionNotFoundError("no commit files to time travel with")
-    at_or_before = [v for v, t in _commit_times(listing).items() if t <= ts]
+    at_or_before = [v for v, t in commit_times(listing).items() if t <= ts]
     if not at_or_before:
         first = min(listing.commits)
         raise TimestampOutOfRangeError(

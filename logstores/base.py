@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from .errors import LogStoreError
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,25 @@ class LogStore(ABC):
         Raises:
             LogStoreError: The storage refused the deletion.
         """
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Delete several files; missing files are not an error.
+
+        The default deletes one by one; object stores override it with batched or parallel
+        requests. Every path is attempted even when some fail.
+
+        Raises:
+            LogStoreError: The storage refused at least one deletion (the first failure; the
+                other paths were still attempted).
+        """
+        first: Exception | None = None
+        for path in paths:
+            try:
+                self.delete(path)
+            except LogStoreError as exc:  # re-raised below, after the other paths
+                first = first or exc
+        if first is not None:
+            raise first
 
     @abstractmethod
     def stat(self, path: str) -> FileStatus:

@@ -30,7 +30,7 @@ import re
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 LOG_DIR = "_delta_log"
 TEMP_DIR = ".tmp"
 _DELTA_FILE = re.compile(r"^(\d{20})\.json$")
+_TEMP_FILE = re.compile(r"^(\d{20})\.json\.[0-9A-Za-z-]+$")
 #: One day, as in delta-spark: long enough that an expired entry can never be mistaken for
 #: free while its N.json is not yet visible to an existence check.
 DEFAULT_TTL_SECONDS = 86_400
@@ -305,11 +306,58 @@ class ExternalCoordinatedLogStore(LogStore):
         self.fix(entry)
         return True
 
+    def expired_temp_files(self, log_path: str, *, now: float | None = None) -> list[FileStatus]:
+        """Temp files under ``<log_path>/.tmp`` that no commit can still need.
+
+        A temp file qualifies when it is older than the entry TTL and its commit either completed
+        (``N.json`` exists, or a later commit does, which repaired it first) or never happened
+        (no entry names it). A temp file that the entry of a not yet copied commit names is
+        always kept: repairing that commit needs it.
+
+        Args:
+            log_path: The ``_delta_log`` directory.
+            now: The current time in epoch seconds (default: the clock).
+        """
+        table_path = log_path.rstrip("/").rpartition("/")[0]
+        cutoff_ms = int(((time.time() if now is None else now) - self.ttl_seconds) * 1000)
+        try:
+            temps = [
+                s
+                for s in self.objects.list_from(self.join(log_path, TEMP_DIR, ""))
+                if s.modification_time <= cutoff_ms and _TEMP_FILE.match(s.name)
+            ]
+        except LogFileNotFoundError:
+            return []
+        if not temps:
+            return []
+        commits = {
+            v
+            for s in self.objects.list_from(self.join(log_path, ""))
+            if (v := delta_version(s.name)) is not None
+        }
+        latest = max(commits, default=-1)
+        out = []
+        for status in temps:
+            version = int(status.name[:20])
+            if version not in commits and version >= latest:
+                entry = self.get_entry(table_path, status.name[: status.name.index(".json") + 5])
+                if (
+                    entry is not None
+                    and not entry.complete
+                    and entry.temp_path.endswith(status.name)
+                ):
+                    continue
+            out.append(status)
+        return out
+
     def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
         return self.objects.list_tree(path)
 
     def delete(self, path: str) -> None:  # noqa: D102
         self.objects.delete(path)
+
+    def delete_many(self, paths: Sequence[str]) -> None:  # noqa: D102
+        self.objects.delete_many(paths)
 
     def stat(self, path: str) -> FileStatus:  # noqa: D102
         return self.objects.stat(path)

@@ -21,12 +21,14 @@ Commits carry a unique ``txnId``, so equal bytes mean the same writer.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from .base import FileStatus, LogStore
 from .errors import (
     LogFileNotFoundError,
+    LogStoreError,
     StoreConfigurationError,
 )
 from .ranged_reader import open_ranged
@@ -140,6 +142,38 @@ class ObjectLogStore(LogStore):
     def delete(self, path: str) -> None:  # noqa: D102
         key = self.key_of(path)
         call_with_retries(lambda: self._delete(key), self.retry)
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Delete several objects with up to :attr:`delete_parallelism` requests in flight.
+
+        Raises:
+            LogStoreError: At least one deletion failed (the first failure; the others were
+                still attempted).
+        """
+        keys = [self.key_of(path) for path in paths]
+        if len(keys) == 1:
+            call_with_retries(lambda: self._delete(keys[0]), self.retry)
+        elif keys:
+            self._delete_keys(keys)
+
+    #: Concurrent single-object deletes of :meth:`delete_many` (stores without a batch API).
+    delete_parallelism = 16
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        """Delete ``keys``; the default runs :meth:`_delete` on a thread pool."""
+
+        def one(key: str) -> Exception | None:
+            try:
+                call_with_retries(lambda: self._delete(key), self.retry)
+            except LogStoreError as exc:  # re-raised below, after the other keys
+                return exc
+            return None
+
+        workers = min(self.delete_parallelism, len(keys))
+        with ThreadPoolExecutor(workers, thread_name_prefix="logstore-delete") as pool:
+            failures = [exc for exc in pool.map(one, keys) if exc is not None]
+        if failures:
+            raise failures[0]
 
     def stat(self, path: str) -> FileStatus:  # noqa: D102
         key = self.key_of(path)

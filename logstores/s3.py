@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -56,7 +57,7 @@ from .errors import (
 )
 from .object_store import ObjectLogStore
 from .options import StoreOptions, redact_uri, split_bucket_url
-from .retry import StoreRetryPolicy
+from .retry import StoreRetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,8 @@ _THROTTLED = {
 }
 _TRANSIENT = {"InternalError", "ServiceUnavailable", "RequestTimeout", "500", "502", "504"}
 _TAKEN = {"PreconditionFailed", "412"}
+#: Keys per ``DeleteObjects`` request (the API's maximum).
+_DELETE_BATCH = 1000
 #: "A conflicting operation is in progress": retried (the retry gets 412 if the other upload
 #: won, or succeeds if it failed) and, as any retried create, read back before reporting "taken".
 _IN_FLIGHT = {"ConditionalRequestConflict", "409"}
@@ -409,6 +412,39 @@ class S3LogStore(ObjectLogStore):
     def _delete(self, key: str) -> None:
         with aws_errors(f"DELETE {self.path_of(key)}"):
             self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        """``DeleteObjects`` in batches of 1,000 keys (the API's limit), a few in flight."""
+        batches = [keys[i : i + _DELETE_BATCH] for i in range(0, len(keys), _DELETE_BATCH)]
+
+        def one(batch: list[str]) -> Exception | None:
+            try:
+                call_with_retries(lambda: self._delete_batch(batch), self.retry)
+            except LogStoreError as exc:  # re-raised below, after the other batches
+                return exc
+            return None
+
+        with ThreadPoolExecutor(min(4, len(batches)), thread_name_prefix="s3-delete") as pool:
+            failures = [exc for exc in pool.map(one, batches) if exc is not None]
+        if failures:
+            raise failures[0]
+
+    def _delete_batch(self, batch: list[str]) -> None:
+        where = f"DeleteObjects {self.path_of(batch[0])} (+{len(batch) - 1} more)"
+        with aws_errors(where):
+            response = self.client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": key} for key in batch], "Quiet": True},
+            )
+        errors = [e for e in response.get("Errors") or () if e.get("Code") not in _NOT_FOUND]
+        if not errors:
+            return
+        first = errors[0]
+        fake = ClientError(
+            {"Error": {"Code": first.get("Code", ""), "Message": first.get("Message", "")}},
+            "DeleteObjects",
+        )
+        raise map_aws_error(fake, f"DELETE {self.path_of(first.get('Key', ''))}")
 
     def _list(
         self, prefix: str, start_key: str, *, recursive: bool = False
