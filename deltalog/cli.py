@@ -1,4 +1,4 @@
-"""The ``deltalog`` command: inspect, check and checkpoint a table.
+"""The ``deltalog`` command: inspect, check, checkpoint and vacuum a table.
 
 Every subcommand prints a readable report, or with ``--json`` exactly one JSON document on
 stdout. Errors print one line on stderr and exit with status 2 (bad input or corrupt table) or
@@ -203,6 +203,51 @@ def cmd_check(args: argparse.Namespace) -> int:
     return report.exit_code(args.fail_on)
 
 
+#: Files listed by a text-mode vacuum (``--json`` has them all).
+_SHOWN_FILES = 1000
+
+
+def _stderr_progress(done: int, total: int) -> None:
+    sys.stderr.write(f"\rdeleted {done:,} of {total:,} files")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def cmd_vacuum(args: argparse.Namespace) -> None:
+    """``deltalog vacuum``: a dry run unless ``--yes``."""
+    table = _open(args)
+    progress = _stderr_progress if (args.yes and sys.stderr.isatty() and not args.json) else None
+    result = table.vacuum(
+        args.retain,
+        dry_run=not args.yes,
+        mode="lite" if args.lite else "full",
+        enforce_retention_duration=not args.no_retention_check,
+        progress=progress,
+    )
+    if args.json:
+        _emit({"table": table.uri, **result.to_json()})
+        return
+    for location in result.files[:_SHOWN_FILES]:
+        print(location)
+    if result.num_files > _SHOWN_FILES:
+        print(f"... and {result.num_files - _SHOWN_FILES} more (--json lists every file)")
+    hours = result.retention_ms / 3_600_000
+    what = "would delete" if result.dry_run else "deleted"
+    print(
+        f"{result.mode} vacuum of {table.uri} at version {result.version} {what} "
+        f"{result.num_files:,} files ({result.size_in_bytes:,} bytes) older than {hours:g} hours"
+        f" (before {_ts(result.delete_before_ms)}), {len(result.log_temp_files)} log temp files"
+    )
+    if result.dry_run:
+        print("dry run: nothing was deleted; run again with --yes to delete")
+    else:
+        print(
+            f"recorded as versions {result.start_version} (VACUUM START) and "
+            f"{result.end_version} (VACUUM END)"
+        )
+
+
 def _emit(doc: Any) -> None:
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
 
@@ -262,6 +307,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the data files (existence, sizes, orphans): check the log only",
     )
     check.set_defaults(func=cmd_check)
+
+    vacuum = sub.add_parser(
+        "vacuum",
+        parents=[store],
+        help="delete data files the table no longer needs (dry run unless --yes)",
+        description="Delete data files that the latest version does not reference and that "
+        "are older than the retention (default: the table's delta.deletedFileRetentionDuration, "
+        "one week unless set). Without --yes this is a dry run that lists what would go. "
+        "A real run records VACUUM START and VACUUM END commits.",
+    )
+    vacuum.add_argument("table")
+    vacuum.add_argument(
+        "--retain", type=float, metavar="HOURS", help="retention in hours (RETAIN n HOURS)"
+    )
+    vacuum.add_argument(
+        "--yes",
+        "--no-dry-run",
+        dest="yes",
+        action="store_true",
+        help="really delete (default: dry run)",
+    )
+    vacuum.add_argument(
+        "--lite",
+        action="store_true",
+        help="read removed files from the log instead of listing the table directory",
+    )
+    vacuum.add_argument(
+        "--no-retention-check",
+        action="store_true",
+        help="allow a retention shorter than the table's (only when nothing else uses it)",
+    )
+    vacuum.add_argument("--json", action="store_true")
+    vacuum.set_defaults(func=cmd_vacuum)
 
     checkpoint = sub.add_parser(
         "checkpoint", parents=[store], help="write a checkpoint of the latest version"
