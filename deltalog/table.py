@@ -448,7 +448,8 @@ class DeltaTable:
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             StorageError: The store failed.
         """
-        self.update()
+        if list_log(self._storage).latest_version != self.version():
+            self.update()
         return run_vacuum(
             self._storage,
             self._snapshot,
