@@ -196,7 +196,7 @@ def full_candidates(paths: TablePaths, needed: set[str], delete_before_ms: int) 
         hidden = hidden_dirs.get(directory)
         if hidden is None:
             hidden = hidden_dirs[directory] = bool(directory) and paths.hidden(directory)
-        if hidden or paths.hidden(name):
+        if hidden or (name[:1] in ("_", ".") and paths.hidden(name)):
             continue
         seen += 1
         if directory:

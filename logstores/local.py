@@ -7,7 +7,8 @@ import errno
 import os
 import stat
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
@@ -15,10 +16,14 @@ from .base import FileStatus, LogStore
 from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
+    LogStoreError,
     StoreAccessDeniedError,
     StoreConfigurationError,
     StoreIOError,
 )
+
+#: Threads for listing a tree and deleting many files (filesystem calls release the GIL).
+_IO_THREADS = 4
 
 
 def local_path_from_uri(uri: str) -> str:
@@ -113,18 +118,34 @@ class LocalLogStore(LogStore):
         with _mapped(path):
             if not os.path.isdir(path):
                 raise FileNotFoundError(errno.ENOENT, "no such directory", path)
-            for directory, _, names in os.walk(path, onerror=_reraise):
-                for name in names:
-                    full = os.path.join(directory, name)
-                    try:
-                        st = os.stat(full)
-                    except FileNotFoundError:  # deleted during the walk
-                        continue
-                    found.append(FileStatus(full, st.st_size, st.st_mtime_ns // 1_000_000))
+            level = [path]
+            with ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-list") as pool:
+                while level:  # one directory level at a time, its directories in parallel
+                    scanned = list(pool.map(_scan_dir, level))
+                    level = [d for _, dirs in scanned for d in dirs]
+                    for files, _ in scanned:
+                        found += files
         if not found:
             raise LogFileNotFoundError(f"not found: no files under {path}")
         found.sort(key=lambda s: s.path)
         yield from found
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Unlink on a few threads (the calls release the GIL); missing files are fine."""
+        chunks = [list(paths[i::_IO_THREADS]) for i in range(_IO_THREADS)]
+        with ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-delete") as pool:
+            failures = [e for e in pool.map(self._unlink_all, chunks) if e is not None]
+        if failures:
+            raise failures[0]
+
+    def _unlink_all(self, paths: list[str]) -> LogStoreError | None:
+        first: LogStoreError | None = None
+        for path in paths:
+            try:
+                self.delete(path)
+            except LogStoreError as exc:
+                first = first or exc
+        return first
 
     def delete(self, path: str) -> None:  # noqa: D102
         with _mapped(path), contextlib.suppress(FileNotFoundError):
@@ -153,8 +174,26 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _reraise(exc: OSError) -> None:
-    raise exc
+def _scan_dir(directory: str) -> tuple[list[FileStatus], list[str]]:
+    """Files (with their stat) and subdirectories of one directory; symlinked ones not entered."""
+    files: list[FileStatus] = []
+    dirs: list[str] = []
+    try:
+        entries = os.scandir(directory)
+    except FileNotFoundError:  # deleted during the walk
+        return files, dirs
+    with entries:
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if not entry.is_symlink():
+                        dirs.append(entry.path)
+                    continue
+                st = entry.stat()
+            except FileNotFoundError:  # deleted during the walk
+                continue
+            files.append(FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000))
+    return files, dirs
 
 
 @contextlib.contextmanager
