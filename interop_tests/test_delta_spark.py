@@ -336,7 +336,7 @@ def test_delta_spark_reads_every_version_of_deltalog_table(
     # answers with the latest version.
     after = max(history[latest], commit_mtime_ms(root, latest)) + HALF_GAP_MS
     with pytest.raises(
-        Exception, match="DELTA_TIMESTAMP_GREATER_THAN_COMMIT|after the latest commit timestamp"
+        Exception, match=r"DELTA_TIMESTAMP_GREATER_THAN_COMMIT|after the latest commit timestamp"
     ):
         spark_rows(spark, root, SIMPLE_COLUMNS, timestamp=timestamp_text(after))
     assert DeltaTable(root, timestamp=after).version() == latest
