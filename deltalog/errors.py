@@ -14,6 +14,7 @@
     │   ├── MissingMetadataError      no metaData action at the start of the replayed history
     │   └── CorruptCheckpointError    a checkpoint or _last_checkpoint cannot be used
     ├── UnsupportedFeatureError       the table needs a protocol feature deltalog lacks
+    ├── MissingExtraError             an optional dependency is not installed; names the extra
     ├── InvalidInputError             the caller's input is refused; nothing was written
     │   ├── InvalidSchemaError        a schema that cannot be represented or parsed
     │   ├── SchemaMismatchError       a data file's schema does not match the table
@@ -119,6 +120,22 @@ class UnsupportedFeatureError(DeltaLogError):
         super().__init__(message)
         self.feature = feature
         self.operation = operation
+
+
+class MissingExtraError(DeltaLogError, ImportError):
+    """A feature needs an optional dependency that is not installed.
+
+    The message names the pip extra that brings it (``pip install 'deltalog[spark]'``).
+
+    Attributes:
+        extra: The extra to install.
+        package: The missing top-level package.
+    """
+
+    def __init__(self, message: str, *, extra: str, package: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.package = package
 
 
 class InvalidInputError(DeltaLogError, ValueError):

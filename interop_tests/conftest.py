@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -25,6 +27,10 @@ from servers.fixtures import (  # noqa: E402
 )
 
 # PySpark sessions: plain, and with delta-spark's jars where they can be had.
-from sparkutil import delta_spark, spark  # noqa: E402
+from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402
 
 __all__ = ["azurite_server", "cloud_table", "delta_spark", "gcs_server", "moto_server", "spark"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_spark_items(items)

@@ -1,4 +1,7 @@
-"""Interoperability with delta-spark 3.3.0 (on PySpark 3.5.3), Delta Lake's reference engine.
+"""Interoperability with delta-spark, Delta Lake's reference engine, on each Spark line.
+
+``scripts/test.sh`` runs this file on delta-spark 4.4 (PySpark 4.2, Scala 2.13) and again on
+delta-spark 3.3 (PySpark 3.5, Scala 2.12).
 
 * deltalog writes (``deltalog.spark.write`` and ``DeltaTable.append_files``), delta-spark reads:
   every version (``versionAsOf``), time travel by timestamp (``timestampAsOf``), tables with
@@ -8,16 +11,13 @@
   vectors), deltalog reads: the same version, operation and live rows, and delta-rs agrees.
 * Both engines append to one local table in turns, reading each other's commits and checkpoints.
 * delta-spark's ``DESCRIBE HISTORY`` shows deltalog's ``commitInfo`` (operation, parameters,
-  metrics) as it shows its own.
+  metrics) as it shows its own, and ``DESCRIBE DETAIL`` agrees with deltalog's snapshot (files,
+  size, partition columns, protocol, properties).
 
-Running them needs delta-spark's jars in the ``delta_spark`` session (``tests/sparkutil.py``):
-either set ``DELTALOG_DELTA_SPARK_JARS`` to local copies of ``delta-spark_2.12-3.3.0.jar`` and
-``delta-storage-3.3.0.jar`` (comma- or path-separated), or let Spark fetch
-``io.delta:delta-spark_2.12:3.3.0`` from Maven Central. Without either, every test here skips
-with that one reason. For example::
+Tables delta-spark writes with modern table features are in ``test_delta_spark_features.py``.
 
-    DELTALOG_DELTA_SPARK_JARS=/jars/delta-spark_2.12-3.3.0.jar,/jars/delta-storage-3.3.0.jar \\
-        .venv/bin/python -m pytest interop_tests/test_delta_spark.py -rs
+delta-spark's jars come through ``spark.jars.packages`` from Maven Central, matched to the
+installed delta-spark (``tests/sparkutil.py``); ``scripts/test.sh`` makes their absence a failure.
 
 The engines take turns here; they never race. delta-spark's log store for local paths checks
 that a commit file is absent and then renames onto it under a lock that only exists inside its
@@ -240,16 +240,18 @@ def checkpoint_versions(root: str) -> set[int]:
 
 
 def checkpoint_only_copy(root: str, copy: str) -> int:
-    """Copy the table and delete the commits up to its last checkpoint; returns that version.
+    """Copy the table and delete the commits before its last checkpoint; returns that version.
 
-    A reader of the copy can only rebuild the latest version from the checkpoint.
+    A reader of the copy can only rebuild the latest version from the checkpoint. The commit
+    at the checkpoint's version stays, as delta-spark's own log cleanup keeps it: delta-spark
+    cannot load version N without ``N.json``.
     """
     shutil.copytree(root, copy)
     log = os.path.join(copy, "_delta_log")
     version = last_checkpoint_version(copy)
     for name in os.listdir(log):
         commit = COMMIT_NAME.fullmatch(name.removeprefix(".").removesuffix(".crc"))
-        if commit and int(commit.group(1)) <= version:
+        if commit and int(commit.group(1)) < version:
             os.remove(os.path.join(log, name))  # the commit and Hadoop's .crc of it
     return version
 
@@ -333,7 +335,9 @@ def test_delta_spark_reads_every_version_of_deltalog_table(
     # After the latest commit: delta-spark refuses (the table might still change), deltalog
     # answers with the latest version.
     after = max(history[latest], commit_mtime_ms(root, latest)) + HALF_GAP_MS
-    with pytest.raises(Exception, match="after the latest commit timestamp"):
+    with pytest.raises(
+        Exception, match=r"DELTA_TIMESTAMP_GREATER_THAN_COMMIT|after the latest commit timestamp"
+    ):
         spark_rows(spark, root, SIMPLE_COLUMNS, timestamp=timestamp_text(after))
     assert DeltaTable(root, timestamp=after).version() == latest
 
@@ -762,6 +766,25 @@ def test_delta_spark_history_shows_deltalog_commits(delta_spark: Any, tmp_path: 
 
     live = [(1, "b"), (3, "b"), (10, "a"), (11, "a"), (20, "b"), (21, "b")]
     assert spark_rows(spark, root, ("id", "p")) == [{"id": i, "p": p} for i, p in live]
+
+    # DESCRIBE DETAIL agrees with deltalog's snapshot.
+    (detail,) = [
+        r.asDict(recursive=True) for r in spark.sql(f"DESCRIBE DETAIL {_sql_table(root)}").collect()
+    ]
+    table = DeltaTable(root)
+    files = table.files(with_stats=False)
+    protocol, metadata = table.protocol(), table.metadata()
+    assert detail["format"] == "delta"
+    assert detail["id"] == metadata.id
+    assert detail["numFiles"] == files.num_rows == 5
+    assert detail["sizeInBytes"] == sum(files.column("size").to_pylist())
+    assert detail["partitionColumns"] == metadata.partition_columns == ["p"]
+    assert detail["minReaderVersion"] == protocol.min_reader_version
+    assert detail["minWriterVersion"] == protocol.min_writer_version
+    assert detail["properties"] == {
+        k: v for k, v in metadata.configuration.items() if v is not None
+    }
+    assert detail["createdAt"] is not None
 
     # delta-spark's own replaceWhere records its predicate the way deltalog does.
     spark_replace_where(spark, root, spark_frame(spark, [{"id": 30, "p": "b"}], ddl), "p = 'b'")

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: set up (first run only), lint, type-check, then every test.
+# The whole test suite: set up (first run only), lint, type-check, then every test, on both
+# Spark lines:
+#   1. the default environment (.venv: PySpark 4.2 + delta-spark 4.4, Scala 2.13): everything;
+#   2. .venv-spark35 (PySpark 3.5 + delta-spark 3.3, Scala 2.12): every Spark and delta-spark
+#      test again (pytest -m spark).
+# Arguments go to pytest and run only step 1 (bash scripts/test.sh -k golden -x).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -12,6 +17,17 @@ ruff check "${targets[@]}"
 ruff format --check "${targets[@]}"
 echo "[test] mypy --strict" >&2
 mypy
-echo "[test] pytest" >&2
-export DELTALOG_REQUIRE_SERVERS=1
-exec python -m pytest "$@"
+# Servers, PySpark's JVM and delta-spark's jars (spark.jars.packages, Ivy cache in ~) must be
+# there: a test that cannot have them fails instead of skipping.
+export DELTALOG_REQUIRE_SERVERS=1 DELTALOG_REQUIRE_DELTA_SPARK=1
+if [ "$#" -gt 0 ]; then
+  exec python -m pytest "$@"
+fi
+echo "[test] pytest on $(python -c 'import pyspark; print("PySpark", pyspark.__version__)')" >&2
+status=0
+python -m pytest || status=$?
+VENV35="${DELTALOG_VENV_SPARK35:-$ROOT/.venv-spark35}"
+ensure_venv "$VENV35" "$ROOT/scripts/constraints/spark35.txt"
+echo "[test] pytest -m spark on $("$VENV35/bin/python" -c 'import pyspark; print("PySpark", pyspark.__version__)')" >&2
+PATH="$VENV35/bin:$PATH" "$VENV35/bin/python" -m pytest -m spark -p no:cacheprovider || status=$?
+exit "$status"

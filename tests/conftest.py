@@ -116,4 +116,8 @@ def log_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
 
 
 # PySpark sessions (plain and delta-spark), shared with interop_tests/.
-from sparkutil import delta_spark, spark  # noqa: E402, F401
+from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402, F401
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_spark_items(items)

@@ -2,9 +2,31 @@
 
 ``deltalog.spark.write(df, uri, ...)`` is the drop-in for ``df.write.format("delta")``: Spark's
 executors write the Parquet files and their statistics, the driver commits one transaction
-through deltalog's log stores. Needs ``pip install 'deltalog[spark]'``.
+through deltalog's log stores. Runs on PySpark 3.5.x and 4.x; needs
+``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
+PySpark or pandas is missing). Spark's Python workers import deltalog too, so it must be
+installed wherever the executors run.
 """
 
-from deltalog.spark.write import StagedWrite, WriteResult, stage, write
+from importlib.util import find_spec
+
+from deltalog.errors import MissingExtraError
+
+
+def _require_extra() -> None:
+    """Raise :class:`MissingExtraError` when a package of the ``spark`` extra is missing."""
+    for package in ("pyspark", "pandas", "numpy"):
+        if find_spec(package) is None:
+            raise MissingExtraError(
+                f"deltalog.spark needs the package {package!r}, which is not installed: "
+                "pip install 'deltalog[spark]' (PySpark 3.5.x or 4.x)",
+                extra="spark",
+                package=package,
+            )
+
+
+_require_extra()
+
+from deltalog.spark.write import StagedWrite, WriteResult, stage, write  # noqa: E402
 
 __all__ = ["StagedWrite", "WriteResult", "stage", "write"]

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 Mode = Literal["append", "overwrite"]
+#: What a Python worker's failure says when deltalog is not installed on the executors.
+_WORKER_IMPORT_FAILURE = "No module named 'deltalog"
 PartitionOverwriteMode = Literal["static", "dynamic"]
 
 
@@ -538,6 +540,14 @@ def _run_job(
             reason = text.split(marker, 1)[1].splitlines()[0]
             raise ConstraintViolationError(
                 f"{reason} (writing to {uri}; nothing was committed)"
+            ) from exc
+        if _WORKER_IMPORT_FAILURE in text:
+            raise SparkWriteError(
+                f"Spark's Python workers cannot import deltalog, so the job writing to {uri} "
+                "failed before writing anything: install deltalog (with its 'spark' extra) in "
+                "the Python environment of every executor, e.g. in the cluster image, through "
+                "spark.archives with a packed virtualenv, or with --py-files pointing to the "
+                "deltalog wheel"
             ) from exc
         raise SparkWriteError(f"the Spark job writing to {uri} failed: {exc}") from exc
     return [

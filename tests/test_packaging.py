@@ -1,0 +1,119 @@
+"""The wheel a user installs: every package in it, no generic top-level names, every extra.
+
+The wheel is built once per session from the source tree. ``test_wheel_*`` read its file list;
+``test_installed_wheel`` installs it into a new virtualenv per extra (no extras, s3, gcs, azure,
+spark) and runs ``tests/installed/smoke.py`` there from a directory outside the source tree,
+so nothing can be imported from the checkout. The Spark line comes from the same constraints
+file as the development environment (pip's cache makes the installs cheap after the first).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALLED = Path(__file__).resolve().parent / "installed"
+CONSTRAINTS = ROOT / "scripts" / "constraints" / "spark4.txt"
+
+pytestmark = pytest.mark.packaging
+
+
+def _run(argv: list[str], cwd: Path, timeout: float = 900) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"{argv} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    out = tmp_path_factory.mktemp("wheel")
+    # pip builds in an isolated environment with the build-system requirements of pyproject.toml.
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        cwd=out,
+    )
+    (found,) = out.glob("deltalog-*.whl")
+    yield found
+
+
+def _source_packages() -> set[str]:
+    """Every package under deltalog/ in the source tree, following the symlinked folders."""
+    found = set()
+    for directory, _dirs, files in os.walk(ROOT / "deltalog", followlinks=True):
+        if "__pycache__" in directory:
+            continue
+        if any(f.endswith(".py") for f in files):
+            relative = Path(directory).relative_to(ROOT)
+            found.add(".".join(relative.parts))
+    return found
+
+
+def test_wheel_has_every_package_and_module(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = _source_packages()
+    assert {"deltalog", "deltalog.logstores", "deltalog.checkpoints", "deltalog.spark"} <= packages
+    for package in sorted(packages):
+        init = package.replace(".", "/") + "/__init__.py"
+        assert init in names, f"{package} is missing from the wheel (or has no __init__.py)"
+    for directory, _dirs, files in os.walk(ROOT / "deltalog", followlinks=True):
+        for f in files:
+            if f.endswith(".py") or f == "py.typed":
+                relative = (Path(directory) / f).relative_to(ROOT).as_posix()
+                assert relative in names, f"{relative} is missing from the wheel"
+
+
+def test_wheel_installs_no_generic_top_level_names(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"deltalog"}
+    metadata = next(n for n in names if n.endswith("dist-info/METADATA"))
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "Provides-Extra: spark" in text
+    spark_requires = [line for line in text.splitlines() if "pyspark" in line]
+    pins = [line for line in spark_requires if "==" in line.split(";")[0]]
+    assert spark_requires and not pins, spark_requires
+    assert not [
+        line for line in text.splitlines() if "delta-spark" in line and 'extra == "spark"' in line
+    ]
+
+
+@pytest.mark.parametrize("extra", ["none", "s3", "gcs", "azure", "spark"])
+def test_installed_wheel(extra: str, wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    if extra == "spark":
+        # First deltalog on the driver only: the executors' workers must get a clear error.
+        _run([*pip, "pyspark", "pandas", "pyarrow>=15", "orjson>=3.9"], cwd=outside)
+        driver_only = tmp_path / "driver-only"
+        _run([*pip, "--no-deps", "--target", str(driver_only), str(wheel)], cwd=outside)
+        out = _run(
+            [python, str(INSTALLED / "driver_only.py"), str(driver_only), str(tmp_path / "t0")],
+            cwd=outside,
+        )
+        assert "ok executors without deltalog" in out
+    target = str(wheel) if extra == "none" else f"{wheel}[{extra}]"
+    _run([*pip, target], cwd=outside)
+    if extra == "none":
+        # An unrelated PyPI package named 'checkpoints' beside deltalog changes nothing.
+        _run([*pip, "--no-deps", "checkpoints"], cwd=outside)
+    out = _run([python, str(INSTALLED / "smoke.py"), extra], cwd=outside)
+    assert out.strip().endswith("smoke passed"), out
+    listed = _run([python, "-m", "pip", "list", "--format=freeze"], cwd=outside).lower()
+    assert "delta-spark" not in listed  # no extra brings delta-spark
+    if extra != "spark":
+        assert "pyspark" not in listed and "pandas" not in listed
