@@ -589,13 +589,13 @@ class Transaction:
         reads: TransactionReads | None = None
         winners: list[tuple[int, list[Action], int]] = []
         version = snap.version + 1
-        # After a lost race the previous version is a winner this loop has just read.
-        check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
         while True:
             self.attempts += 1
+            # Also after a lost race: the catch-up's "not found" for a version does not mean
+            # it is free when cleanup may have deleted it during the back-off.
+            check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
             if try_write(self._storage, version, data, check_previous=check_previous):
                 break
-            check_previous = False
             if self.attempts >= self._retry.max_attempts:
                 raise CommitAttemptsExhaustedError(
                     f"gave up after {self.attempts} attempts: version {version} was taken by "
