@@ -6,7 +6,7 @@
     ├── TableNotFoundError            no _delta_log, or it holds no commit
     ├── TableAlreadyExistsError       create() on a location that already has a log
     ├── VersionNotFoundError          the version cannot be rebuilt (too new, or cleaned up)
-    ├── TimestampOutOfRangeError      time travel to before the first commit
+    ├── TimestampOutOfRangeError      time travel to before the first or after the latest commit
     ├── CorruptLogError               the log on storage breaks the protocol
     │   ├── VersionGapError           commit versions are not contiguous
     │   ├── MalformedCommitError      a line is not UTF-8, not JSON, or not a valid action
@@ -19,6 +19,7 @@
     │   ├── SchemaMismatchError       a data file's schema does not match the table
     │   ├── PartitionValueError       a partition value that does not parse or match the schema
     │   ├── InvalidPathError          a file path that escapes the table or cannot be encoded
+    │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
     │   ├── FileNotInTableError       removing a file that is not live
@@ -72,7 +73,7 @@ class VersionNotFoundError(DeltaLogError):
 
 
 class TimestampOutOfRangeError(DeltaLogError):
-    """Time travel to a timestamp before the table's first commit."""
+    """Time travel to a timestamp before the first available commit or after the latest one."""
 
 
 class CorruptLogError(DeltaLogError):
@@ -144,6 +145,18 @@ class PartitionValueError(InvalidInputError):
 
 class InvalidPathError(InvalidInputError):
     """A file path escapes the table root or is otherwise unusable."""
+
+
+class DataFileNotFoundError(InvalidInputError):
+    """A data file or directory given to add does not exist (or holds no data files).
+
+    Attributes:
+        path: The path as given.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class DuplicateFileError(InvalidInputError):

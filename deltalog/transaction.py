@@ -76,6 +76,7 @@ from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType, as_struct
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
+from deltalog.user_input import check_file_action, check_json, check_version_number
 
 _log = logging.getLogger(__name__)
 
@@ -132,8 +133,9 @@ class Transaction:
             raise InvalidInputError(
                 f"isolation level must be one of {list(ISOLATION_LEVELS)}, not {isolation_level!r}"
             )
-        if not operation:
+        if not operation or not isinstance(operation, str):
             raise InvalidInputError("a transaction needs an operation name")
+        check_json(dict(parameters or {}), "the transaction parameters")
         self._storage = storage
         self._snapshot = snapshot
         self._prefix = scheme_prefix(storage.root)
@@ -297,6 +299,7 @@ class Transaction:
         described_iter = iter(described)
         for item in items:
             if isinstance(item, AddFile | AddCDCFile):
+                check_file_action(item)
                 check_action_path(item.path, self._storage.root)
             if isinstance(item, AddCDCFile):
                 self._cdc.append(item)
@@ -350,6 +353,8 @@ class Transaction:
         else:
             given = list(files)
         for one in given:
+            if not isinstance(one, str):
+                check_file_action(one)
             check_action_path(one if isinstance(one, str) else one.path, self._storage.root)
         ready = [f for f in given if isinstance(f, RemoveFile)]
         if ready:
@@ -515,10 +520,9 @@ class Transaction:
             InvalidInputError: ``version`` is negative or ``app_id`` empty.
         """
         self._check_open()
-        if not app_id:
-            raise InvalidInputError("app_id must not be empty")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            raise InvalidInputError(f"txn version must be a non-negative int, not {version!r}")
+        if not app_id or not isinstance(app_id, str):
+            raise InvalidInputError("app_id must be a non-empty string")
+        check_version_number(version, "txn version")
         self._app_ids.add(app_id)
         self._txns[app_id] = Txn(app_id=app_id, version=version, last_updated=now_ms())
 
@@ -535,6 +539,7 @@ class Transaction:
         if not domain or domain.startswith("delta."):
             raise InvalidInputError(f"domain {domain!r} is reserved or empty")
         if not isinstance(configuration, str):
+            check_json(configuration, f"the configuration of domain {domain!r}")
             configuration = orjson.dumps(configuration, option=orjson.OPT_SORT_KEYS).decode()
         self._domains[domain] = DomainMetadata(domain, configuration, removed)
 

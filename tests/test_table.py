@@ -91,6 +91,19 @@ def test_time_travel_by_version_and_timestamp(table: DeltaTable) -> None:
         DeltaTable(root, version=3)
 
 
+def test_time_travel_after_the_latest_commit_is_refused_as_delta_spark_does(
+    table: DeltaTable,
+) -> None:
+    root = table.uri
+    table.append_files([_file(root, "1")])
+    log = Path(root) / "_delta_log"
+    for v, ts in enumerate((1_000_000, 2_000_000)):
+        os.utime(log / f"{v:020d}.json", (ts, ts))
+    assert DeltaTable(root, timestamp=2_000_000_000).version() == 1  # exactly the latest
+    with pytest.raises(TimestampOutOfRangeError, match="after the latest commit"):
+        DeltaTable(root, timestamp=2_000_000_001)
+
+
 def test_history_newest_first(table: DeltaTable) -> None:
     table.append_files([_file(table.uri, "1")])
     history = table.history()
