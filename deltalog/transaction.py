@@ -716,6 +716,7 @@ class Transaction:
             self._check_removes_everything()
         if self._described:
             self._check_not_live()
+        self._drop_readds()
         actions: list[Action] = []
         if self._protocol is not None:
             actions.append(self._protocol)
@@ -727,6 +728,23 @@ class Transaction:
         actions += self._adds.values()
         actions += self._cdc
         return actions
+
+    def _drop_readds(self) -> None:
+        """Stage nothing for a file that is both removed and added back unchanged.
+
+        A commit holding ``remove`` and ``add`` of the same path (and deletion vector) is
+        read differently by engines (delta-rs drops the file, deltalog keeps it) and is a
+        ``duplicate-file-action`` for ``check``. The file is live before and after, so the
+        pair means no change for it, which is what delta-spark ends up with: neither is
+        committed. A remove and an add with different deletion vectors stay (an update).
+        """
+        for key, add in list(self._adds.items()):
+            remove_key = canonical_path(add.path, self._prefix)
+            remove = self._removes.get(remove_key)
+            if remove is not None and file_key(remove.path, remove.dv_id, self._prefix) == key:
+                del self._adds[key]
+                del self._removes[remove_key]
+                self._described.discard(key)
 
     def _check_removes_everything(self) -> None:
         live = canonical_paths(self._snapshot.paths(), self._prefix)

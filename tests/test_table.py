@@ -26,7 +26,7 @@ from deltalog import (
 )
 from deltalog.file_actions import FILES_SCHEMA
 from deltalog.partitions import hive_partition_dir
-from deltalog.predicates import as_predicate
+from deltalog.predicates import as_predicate, col
 from deltalog.table import AppendOnlyError, DuplicateFileError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int32())])
@@ -461,3 +461,29 @@ def test_lazy_snapshots_merge_correctly_from_many_threads(tmp_path: Path) -> Non
             t.join(30)
         assert seen == dict(enumerate(expected))
         assert set(DeltaTable(root).snapshot.paths().to_pylist()) == live
+
+
+def test_re_overwriting_a_partition_with_the_file_it_holds_changes_nothing(
+    table: DeltaTable,
+) -> None:
+    root = table.uri
+    kept = _file(root, "1")
+    other = _file(root, "1", "g.parquet")
+    table.append_files([kept, other])
+    before = table.version()
+    # An idempotent re-run of the overwrite that wrote ``kept``: ``other`` goes, ``kept`` stays.
+    version = table.overwrite_files([kept], where=col("part") == "1")
+    assert version == before + 1
+    commit = (Path(root) / "_delta_log" / f"{version:020d}.json").read_bytes()
+    actions = [orjson.loads(line) for line in commit.splitlines()]
+    assert [a["remove"]["path"] for a in actions if "remove" in a] == [other]
+    assert not [a for a in actions if "add" in a]  # neither remove nor add of ``kept``
+    assert DeltaTable(root).files().column("path").to_pylist() == [kept]
+    assert DeltaTable(root).check().clean
+    # The same through a transaction: remove then add of one live file is no change.
+    tx = table.transaction()
+    tx.remove(kept)
+    tx.add(kept)
+    assert tx.commit() == version
+    assert tx.no_op
+    assert DeltaTable(root).files().column("path").to_pylist() == [kept]
