@@ -22,6 +22,7 @@
     │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
+    │   ├── InvalidPropertyError      a delta.* table property with an invalid value
     │   ├── FileNotInTableError       removing a file that is not live
     │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
     │   └── InvalidPredicateError     a partition predicate that names other columns or bad values
@@ -165,6 +166,10 @@ class DuplicateFileError(InvalidInputError):
 
 class AppendOnlyError(InvalidInputError):
     """The table is append-only (``delta.appendOnly``) and the operation would remove data."""
+
+
+class InvalidPropertyError(InvalidInputError):
+    """A known ``delta.*`` table property has a value delta-spark would refuse."""
 
 
 class FileNotInTableError(InvalidInputError):

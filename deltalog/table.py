@@ -32,6 +32,7 @@ from deltalog.logstores import LogFileNotFoundError
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
+from deltalog.properties import check_properties
 from deltalog.replay import read_commit, replay
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
@@ -468,6 +469,7 @@ def new_table_actions(
     partition_columns = list(partition_by)
     check_partition_columns(struct, partition_columns)
     config = {str(k): str(v) for k, v in (configuration or {}).items()}
+    check_properties(config)
     protocol = protocol_for_new_table(struct, config)
     metadata = Metadata(
         id=str(uuid.uuid4()),

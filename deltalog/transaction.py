@@ -72,6 +72,7 @@ from deltalog.partitions import check_partition_columns, parse_partition_value
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
+from deltalog.properties import check_properties
 from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType, as_struct
 from deltalog.snapshot import Snapshot
@@ -455,6 +456,7 @@ class Transaction:
         struct = StructType.from_json_string(metadata.schema_string or "")
         check_partition_columns(struct, list(metadata.partition_columns))
         config = {k: v for k, v in metadata.configuration.items() if v is not None}
+        check_properties(config)
         needed = protocol_for_new_table(struct, config)
         protocol = self._protocol or self._snapshot.protocol
         check_writable(protocol, metadata)

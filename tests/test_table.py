@@ -12,6 +12,7 @@ from tableutil import log_names, write_commit, write_parquet
 from deltalog import (
     DeltaTable,
     InvalidPathError,
+    InvalidPropertyError,
     MalformedCommitError,
     MissingMetadataError,
     MissingProtocolError,
@@ -487,3 +488,38 @@ def test_re_overwriting_a_partition_with_the_file_it_holds_changes_nothing(
     assert tx.commit() == version
     assert tx.no_op
     assert DeltaTable(root).files().column("path").to_pylist() == [kept]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("delta.appendOnly", "yes"),
+        ("delta.appendOnly", "true "),
+        ("delta.checkpointInterval", "0"),
+        ("delta.checkpointInterval", "ten"),
+        ("delta.isolationLevel", "Serialisable"),
+        ("delta.logRetentionDuration", "forever"),
+    ],
+)
+def test_invalid_table_properties_are_refused_and_reported(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    root = tmp_path / "t"
+    with pytest.raises(InvalidPropertyError, match=key):
+        DeltaTable.create(str(root), SCHEMA, configuration={key: value})
+    assert not (root / "_delta_log").exists() or not os.listdir(root / "_delta_log")
+    table = DeltaTable.create(str(root), SCHEMA)
+    tx = table.transaction("SET TBLPROPERTIES")
+    with pytest.raises(InvalidPropertyError, match=key):
+        tx.update_metadata(configuration={key: value})
+    assert DeltaTable(str(root)).version() == 0
+    # A table another engine wrote with the bad value: check reports it.
+    commit = root / "_delta_log" / f"{0:020d}.json"
+    lines = [orjson.loads(line) for line in commit.read_bytes().splitlines()]
+    for line in lines:
+        if "metaData" in line:
+            line["metaData"]["configuration"] = {key: value}
+    commit.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    report = DeltaTable(str(root)).check()
+    assert [f.code for f in report.findings if f.code == "bad-table-property"]
+    assert not report.clean
