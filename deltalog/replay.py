@@ -265,6 +265,8 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     files, tombstones = state.files.merge(Keyed(base_files), Keyed(base_tombstones), prefix)
     if segment.commits:
         last_mtime, info = segment.commits[-1].modification_time, state.last_commit_info
+    elif segment.version_commit is not None:  # the commit's time, not the checkpoint's
+        last_mtime, info = segment.version_commit.modification_time, None
     else:
         assert segment.checkpoint is not None
         last_mtime, info = segment.checkpoint.files[0].modification_time, None

@@ -51,6 +51,9 @@ class LogSegment:
     version: int
     checkpoint: Checkpoint | None
     commits: tuple[FileStatus, ...]
+    #: The commit file of ``version`` itself when the listing has it (its time is the
+    #: version's time, also when ``version`` is rebuilt from a checkpoint alone).
+    version_commit: FileStatus | None = None
 
     @property
     def start_version(self) -> int:
@@ -178,4 +181,5 @@ def build_segment(
             f"the log is missing commit {missing[0]} (needed to rebuild version {target})",
             version=missing[0],
         )
-    return LogSegment(target, checkpoint, tuple(listing.commits[v] for v in needed))
+    commits = tuple(listing.commits[v] for v in needed)
+    return LogSegment(target, checkpoint, commits, listing.commits.get(target))

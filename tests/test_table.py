@@ -523,3 +523,19 @@ def test_invalid_table_properties_are_refused_and_reported(
     report = DeltaTable(str(root)).check()
     assert [f.code for f in report.findings if f.code == "bad-table-property"]
     assert not report.clean
+
+
+def test_a_checkpointed_version_has_its_commits_time_not_the_checkpoints(
+    table: DeltaTable,
+) -> None:
+    root = table.uri
+    table.append_files([_file(root, "1")])
+    table.checkpoint()  # version 1
+    log = Path(root) / "_delta_log"
+    for v, ts in enumerate((1_000_000, 2_000_000)):
+        os.utime(log / f"{v:020d}.json", (ts, ts))
+    os.utime(log / f"{1:020d}.checkpoint.parquet", (5_000_000, 5_000_000))
+    fresh = DeltaTable(root)
+    assert fresh.snapshot.checkpoint_version == 1
+    assert fresh.snapshot.timestamp == 2_000_000_000
+    assert fresh.history(limit=1)[0]["timestamp"] == fresh.snapshot.timestamp
