@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from deltalog.check import CheckReport, check_table
-from deltalog.errors import DeltaLogError, InvalidInputError
+from deltalog.errors import CorruptLogError, DeltaLogError, InvalidInputError
 from deltalog.table import DeltaTable
 
 EXIT_ERROR = 2
@@ -44,9 +44,26 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def _ts(ms: Any) -> str:
-    if not isinstance(ms, int):
+    if not isinstance(ms, int) or isinstance(ms, bool):
         return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    try:
+        when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+    except (ValueError, OverflowError, OSError):  # out of datetime's range
+        return f"{ms} ms"
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _schema_json(schema_string: str | None) -> Any:
+    """The table schema as JSON; a schema string that is not JSON is a corrupt log."""
+    if not schema_string:
+        return None
+    try:
+        parsed = orjson.loads(schema_string)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptLogError(f"metaData.schemaString is not JSON: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise CorruptLogError("metaData.schemaString is not a JSON object")
+    return parsed
 
 
 def _describe(table: DeltaTable) -> dict[str, Any]:
@@ -70,7 +87,7 @@ def _describe(table: DeltaTable) -> dict[str, Any]:
             "partitionColumns": m.partition_columns,
             "configuration": m.configuration,
             "createdTime": m.created_time,
-            "schema": orjson.loads(m.schema_string) if m.schema_string else None,
+            "schema": _schema_json(m.schema_string),
         },
         "numFiles": snap.num_files,
         "sizeInBytes": snap.size_in_bytes,
@@ -98,10 +115,14 @@ def _print_describe(doc: dict[str, Any]) -> None:
         for k, v in sorted(m["configuration"].items()):
             print(f"  {k} = {v}")
     print("schema:")
-    for f in (m["schema"] or {}).get("fields", []):
-        t = f["type"] if isinstance(f["type"], str) else orjson.dumps(f["type"]).decode()
+    fields = (m["schema"] or {}).get("fields", [])
+    for f in fields if isinstance(fields, list) else []:
+        if not isinstance(f, dict):
+            continue
+        t = f.get("type")
+        shown = t if isinstance(t, str) else orjson.dumps(t).decode()
         null = "" if f.get("nullable", True) else " not null"
-        print(f"  {f['name']}: {t}{null}")
+        print(f"  {f.get('name')}: {shown}{null}")
 
 
 def _files(table: DeltaTable) -> list[dict[str, Any]]:

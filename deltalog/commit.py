@@ -18,7 +18,7 @@ from deltalog.actions import CommitInfo
 from deltalog.config import log_retention_ms
 from deltalog.errors import InvalidInputError, SnapshotExpiredError, StorageError
 from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
-from deltalog.paths import checkpoint_name, commit_name
+from deltalog.paths import checkpoint_name, commit_name, parse_log_name
 from deltalog.storage import TableStorage, storage_errors
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
@@ -110,33 +110,24 @@ def try_write(
         storage: The table's storage.
         version: The version to create.
         data: The commit's bytes.
-        check_previous: First make sure commit ``version - 1`` (or a checkpoint at it) still
-            exists. Log cleanup never deletes the newest commit, so when it is gone the log has
-            moved past a checkpoint, ``version`` may have existed and been cleaned up, and
-            creating it again would put a commit below that checkpoint, where no reader looks.
-            (delta-spark's S3DynamoDBLogStore makes the same check.) Callers skip it when
-            cleanup cannot have reached the versions involved (:func:`cleanup_may_have_passed`).
+        check_previous: First make sure ``version`` is really the next version of the log
+            (:func:`_version_is_free`): nothing at or after it exists, and commit
+            ``version - 1`` (or a checkpoint at it) does. A "not found" for ``version`` alone
+            does not mean it is free: log cleanup may have deleted it behind a newer
+            checkpoint, and creating it again would put a commit below that checkpoint, where
+            no reader looks. Callers skip the check only when cleanup cannot have reached the
+            versions involved (:func:`cleanup_may_have_passed`) and they have not seen a
+            "not found" that the log may have moved past.
 
     Returns:
         ``True`` if this call created the file, ``False`` if another writer had.
 
     Raises:
-        SnapshotExpiredError: Commit ``version - 1`` no longer exists (log cleanup removed it).
+        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup.
         StorageError: The store failed otherwise.
     """
-    if version > 0 and check_previous:
-        with storage_errors(f"cannot check commit {version - 1}"):
-            store, before = storage.store, version - 1
-            previous = store.exists(storage.log_file(commit_name(before))) or store.exists(
-                storage.log_file(checkpoint_name(before))  # a log kept from a checkpoint on
-            )
-        if not previous:
-            raise SnapshotExpiredError(
-                f"cannot commit version {version}: commit {version - 1} is gone, so the log "
-                "was cleaned up past this writer's snapshot (older than "
-                "delta.logRetentionDuration); nothing was written; re-run the operation on "
-                "the latest version"
-            )
+    if version > 0 and check_previous and not _version_is_free(storage, version):
+        return False
     try:
         with storage_errors(f"cannot write commit {version}"):
             storage.store.write(storage.log_file(commit_name(version)), data, overwrite=False)
@@ -144,4 +135,50 @@ def try_write(
         return False
     except LogFileNotFoundError as exc:  # e.g. the bucket or container does not exist
         raise StorageError(f"cannot write commit {version}: {exc}") from exc
+    return True
+
+
+def _version_is_free(storage: TableStorage, version: int) -> bool:
+    """Whether ``version`` (> 0) can be created: ``False`` when it exists already.
+
+    Log cleanup deletes oldest first, never the newest checkpoint and never a commit after it.
+    So once ``version`` has been written, some log file at ``version`` or later exists for
+    good; and when cleanup has deleted ``version``, it deleted ``version - 1`` before. The
+    listing of what is at or after ``version`` therefore comes first, the look for
+    ``version - 1`` second.
+
+    Raises:
+        SnapshotExpiredError: ``version`` existed and was cleaned up, or ``version - 1`` is gone.
+        StorageError: The store failed.
+    """
+    later = [
+        parsed
+        for status in storage.list_log(commit_name(version)[:20])
+        if (parsed := parse_log_name(status.name)) is not None and parsed.version >= version
+    ]
+    if later:
+        if any(p.version == version and p.kind == "commit" for p in later):
+            return False
+        with storage_errors(f"cannot check commit {version}"):
+            present = storage.store.exists(storage.log_file(commit_name(version)))
+        if present:  # written after the listing passed its name
+            return False
+        raise SnapshotExpiredError(
+            f"cannot commit version {version}: the log holds versions after it but not "
+            f"{version} itself, so log cleanup removed it behind a newer checkpoint (the log "
+            "moved past this writer's snapshot by more than delta.logRetentionDuration); "
+            "nothing was written; re-run the operation on the latest version"
+        )
+    with storage_errors(f"cannot check commit {version - 1}"):
+        store, before = storage.store, version - 1
+        previous = store.exists(storage.log_file(commit_name(before))) or store.exists(
+            storage.log_file(checkpoint_name(before))  # a log kept from a checkpoint on
+        )
+    if not previous:
+        raise SnapshotExpiredError(
+            f"cannot commit version {version}: commit {version - 1} is gone, so the log "
+            "was cleaned up past this writer's snapshot (older than "
+            "delta.logRetentionDuration); nothing was written; re-run the operation on "
+            "the latest version"
+        )
     return True

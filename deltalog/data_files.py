@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from deltalog.actions import AddFile, Metadata
-from deltalog.errors import DuplicateFileError, InvalidPathError
+from deltalog.errors import (
+    DataFileNotFoundError,
+    DuplicateFileError,
+    InvalidPathError,
+    PartitionValueError,
+)
 from deltalog.file_actions import scheme_prefix
 from deltalog.logstores import FileStatus, LogFileNotFoundError, scheme_of
 from deltalog.logstores.local import local_path_from_uri
-from deltalog.paths import check_relative, encode_path, has_scheme
+from deltalog.paths import check_relative, encode_path
 from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, read_footer
@@ -19,19 +25,26 @@ from deltalog.storage import TableStorage, storage_errors
 def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
     """Where a data file is: (path for the action, path for partition parsing, store location).
 
-    Paths inside the table become relative; absolute ones must be on the table's store (and,
-    for object stores, in the table's bucket or container).
+    A name is absolute only when it starts with ``/`` or is a URI (``scheme://...`` or
+    ``file:...``); anything else, ``2024-01-01T10:00:00.parquet`` included, is relative to the
+    table root. Paths inside the table become relative, compared after resolving symbolic links
+    on a local store (so a file reached through another spelling of the root is the same
+    file); absolute ones must be on the table's store (and, for object stores, in the table's
+    bucket or container).
 
     Raises:
-        InvalidPathError: The path escapes the table or is on another store.
+        InvalidPathError: The path escapes the table, is on another store, or has a NUL.
     """
-    root = storage.root
-    if has_scheme(given) or given.startswith("/"):
+    if "\x00" in given:
+        raise InvalidPathError(f"path {given!r} has a NUL character")
+    root = storage.root.rstrip("/")
+    if given.startswith("/") or "://" in given or given.lower().startswith("file:"):
         if scheme_of(given) != scheme_of(storage.uri):
             raise InvalidPathError(f"{given!r} is not on the table's store ({storage.uri})")
         location = _location(given)
-        if location.startswith(root.rstrip("/") + "/"):
-            relative = check_relative(location[len(root.rstrip("/")) + 1 :])
+        inside = _inside(storage, location)
+        if inside is not None:
+            relative = check_relative(inside)
             return encode_path(relative), relative, storage.data_file(relative)
         if "://" not in location:  # local absolute path outside the table
             return "file://" + encode_path(location), location, location
@@ -41,6 +54,19 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
         return head + encode_path(location[len(head) :]), location, location
     relative = check_relative(given)
     return encode_path(relative), relative, storage.data_file(relative)
+
+
+def _inside(storage: TableStorage, location: str) -> str | None:
+    """``location`` relative to the table root, or ``None`` when it is outside the root."""
+    root = storage.root.rstrip("/")
+    if location.startswith(root + "/"):
+        return location[len(root) + 1 :]
+    if "://" in location or storage.store.local_path(root) is None:
+        return None
+    real_root, real = os.path.realpath(root), os.path.realpath(location)
+    if real.startswith(real_root.rstrip("/") + "/"):
+        return real[len(real_root.rstrip("/")) + 1 :]
+    return None
 
 
 def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileStatus]]:
@@ -59,7 +85,7 @@ def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileS
     Raises:
         InvalidPathError: A path escapes the table, is the table root, or is an uncommitted
             Spark output directory.
-        LogFileNotFoundError: A path is neither a file nor a directory with data files.
+        DataFileNotFoundError: A path is neither a file nor a directory with data files.
     """
     out: list[tuple[str, FileStatus]] = []
     for given in paths:
@@ -84,8 +110,13 @@ def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileS
                 f"{given!r} is a partition directory of the table: its files include ones the "
                 "table removed; register the directory a Spark job wrote to instead"
             )
-        with storage_errors(f"cannot list {location}"):
-            listed = list(storage.store.list_tree(location))
+        try:
+            with storage_errors(f"cannot list {location}"):
+                listed = list(storage.store.list_tree(location))
+        except LogFileNotFoundError as exc:
+            raise DataFileNotFoundError(
+                f"{given!r} does not exist on the table's store", path=given
+            ) from exc
         base = location.rstrip("/") + "/"
         found = []
         for status in listed:
@@ -98,7 +129,7 @@ def expand(storage: TableStorage, paths: Iterable[str]) -> list[tuple[str, FileS
             if not any(_hidden(segment) for segment in below):
                 found.append((status.path, status))
         if not found:
-            raise LogFileNotFoundError(f"no data files under {given!r}")
+            raise DataFileNotFoundError(f"no data files under {given!r}", path=given)
         out.extend(found)
     return out
 
@@ -160,10 +191,13 @@ def describe(
         if action_path in seen:
             raise DuplicateFileError(f"{given!r} is given more than once")
         seen.add(action_path)
-        with storage_errors(f"cannot read {location}"), store.open_input(location) as fh:
-            footer = read_footer(fh, location)
-        adds.append(
-            build_add(
+        try:
+            with storage_errors(f"cannot read {location}"), store.open_input(location) as fh:
+                footer = read_footer(fh, location)
+        except LogFileNotFoundError as exc:  # deleted since it was listed
+            raise DataFileNotFoundError(f"{given!r} does not exist", path=given) from exc
+        try:
+            add = build_add(
                 action_path=action_path,
                 relative_for_partitions=relative,
                 size=status.size,
@@ -175,5 +209,12 @@ def describe(
                 location=location,
                 data_change=data_change,
             )
-        )
+        except PartitionValueError as exc:
+            if relative != location:  # inside the table: the directories are the problem
+                raise
+            raise InvalidPathError(
+                f"{given!r} is outside the table root {storage.root}, and its directories do "
+                f"not give the table's partition values ({exc}); put the file under the root"
+            ) from exc
+        adds.append(add)
     return adds

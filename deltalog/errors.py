@@ -6,7 +6,7 @@
     ├── TableNotFoundError            no _delta_log, or it holds no commit
     ├── TableAlreadyExistsError       create() on a location that already has a log
     ├── VersionNotFoundError          the version cannot be rebuilt (too new, or cleaned up)
-    ├── TimestampOutOfRangeError      time travel to before the first commit
+    ├── TimestampOutOfRangeError      time travel to before the first or after the latest commit
     ├── CorruptLogError               the log on storage breaks the protocol
     │   ├── VersionGapError           commit versions are not contiguous
     │   ├── MalformedCommitError      a line is not UTF-8, not JSON, or not a valid action
@@ -20,8 +20,10 @@
     │   ├── SchemaMismatchError       a data file's schema does not match the table
     │   ├── PartitionValueError       a partition value that does not parse or match the schema
     │   ├── InvalidPathError          a file path that escapes the table or cannot be encoded
+    │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
+    │   ├── InvalidPropertyError      a delta.* table property with an invalid value
     │   ├── FileNotInTableError       removing a file that is not live
     │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
     │   ├── InvalidRetentionError     a negative vacuum retention
@@ -76,7 +78,7 @@ class VersionNotFoundError(DeltaLogError):
 
 
 class TimestampOutOfRangeError(DeltaLogError):
-    """Time travel to a timestamp before the table's first commit."""
+    """Time travel to a timestamp before the first available commit or after the latest one."""
 
 
 class CorruptLogError(DeltaLogError):
@@ -166,12 +168,28 @@ class InvalidPathError(InvalidInputError):
     """A file path escapes the table root or is otherwise unusable."""
 
 
+class DataFileNotFoundError(InvalidInputError):
+    """A data file or directory given to add does not exist (or holds no data files).
+
+    Attributes:
+        path: The path as given.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class DuplicateFileError(InvalidInputError):
     """A file is given twice, or is already live in the table."""
 
 
 class AppendOnlyError(InvalidInputError):
     """The table is append-only (``delta.appendOnly``) and the operation would remove data."""
+
+
+class InvalidPropertyError(InvalidInputError):
+    """A known ``delta.*`` table property has a value delta-spark would refuse."""
 
 
 class FileNotInTableError(InvalidInputError):

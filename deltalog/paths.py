@@ -63,8 +63,14 @@ def parse_log_name(name: str) -> LogFileName | None:
 
 
 def encode_path(relative: str) -> str:
-    """Percent-encode a relative data file path for ``add.path`` (non-ASCII kept as is)."""
-    return "".join(c if ord(c) > 127 else quote(c, safe=_SAFE) for c in relative)
+    """Percent-encode a relative data file path for ``add.path`` (non-ASCII kept as is).
+
+    A ``:`` in the first segment is encoded too, so that ``a:b.parquet`` is never read as a URI
+    with scheme ``a``.
+    """
+    encoded = "".join(c if ord(c) > 127 else quote(c, safe=_SAFE) for c in relative)
+    head, sep, tail = encoded.partition("/")
+    return head.replace(":", "%3A") + sep + tail
 
 
 def decode_path(path: str) -> str:
@@ -75,7 +81,12 @@ def decode_path(path: str) -> str:
 def has_scheme(path: str) -> bool:
     """Whether ``path`` is an absolute URI such as ``s3://b/k`` or ``file:/x``."""
     head, sep, _ = path.partition(":")
-    return bool(sep) and len(head) > 1 and head.replace("+", "").replace("-", "").isalnum()
+    return (
+        bool(sep)
+        and len(head) > 1
+        and head[0].isalpha()
+        and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
+    )
 
 
 def check_relative(path: str) -> str:
@@ -87,7 +98,9 @@ def check_relative(path: str) -> str:
     Raises:
         InvalidPathError: The path escapes the table or is not relative.
     """
-    if not path or path.startswith("/") or has_scheme(path):
+    if "\x00" in path:
+        raise InvalidPathError(f"path {path!r} has a NUL character")
+    if not path or path.startswith("/") or "://" in path or path.lower().startswith("file:"):
         raise InvalidPathError(f"expected a path relative to the table root, got {path!r}")
     segments = [s for s in path.replace("\\", "/").split("/") if s not in ("", ".")]
     if any(s == ".." for s in segments) or not segments:
@@ -144,9 +157,11 @@ def check_action_path(path: str, root: str) -> bool:
     decoded = decode_path(path)
     if not decoded:
         raise InvalidPathError("a file action has an empty path")
+    if "\x00" in decoded:
+        raise InvalidPathError(f"path {path!r} has a NUL character")
     if any(s == ".." for s in decoded.replace("\\", "/").split("/")):
         raise InvalidPathError(f"path {path!r} has '..' segments: it could leave the table")
-    if not (decoded.startswith("/") or has_scheme(decoded)):
+    if not (path.startswith("/") or has_scheme(path)):  # absolute as logged, not once decoded
         return False
     family, authority, where = _split_location(decoded)
     root_family, root_authority, root_path = _split_location(root)

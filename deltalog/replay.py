@@ -54,8 +54,9 @@ from deltalog.file_actions import (
     scheme_prefix,
     snake,
 )
+from deltalog.logstores import LogFileNotFoundError
 from deltalog.paths import parse_log_name
-from deltalog.segment import LogListing, LogSegment, build_segment, list_log
+from deltalog.segment import LISTING_ATTEMPTS, LogListing, LogSegment, build_segment, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
 
@@ -264,6 +265,8 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     files, tombstones = state.files.merge(Keyed(base_files), Keyed(base_tombstones), prefix)
     if segment.commits:
         last_mtime, info = segment.commits[-1].modification_time, state.last_commit_info
+    elif segment.version_commit is not None:  # the commit's time, not the checkpoint's
+        last_mtime, info = segment.version_commit.modification_time, None
     else:
         assert segment.checkpoint is not None
         last_mtime, info = segment.checkpoint.files[0].modification_time, None
@@ -294,9 +297,35 @@ def _check_first_commit(actions: Sequence[Action], path: str) -> None:
 def replay(storage: TableStorage, listing: LogListing, version: int | None = None) -> Snapshot:
     """Rebuild ``version`` (latest when ``None``), falling back past unreadable checkpoints.
 
+    A file the listing showed may be gone by the time it is read (log cleanup deleted it behind
+    a newer checkpoint): the replay then starts again from a fresh listing, a bounded number of
+    times.
+
     Raises:
-        VersionNotFoundError, VersionGapError: No complete path to the version exists.
+        VersionNotFoundError: The version cannot be rebuilt (too new, or cleaned up, also
+            while it was being read).
+        VersionGapError: A commit needed for the version is missing.
         CorruptLogError: The log breaks the protocol.
+    """
+    for _ in range(LISTING_ATTEMPTS):
+        try:
+            return _replay_listing(storage, listing, version)
+        except LogFileNotFoundError as exc:
+            vanished = exc
+        listing = list_log(storage, use_hint=version is None)
+    target = "the latest version" if version is None else f"version {version}"
+    raise VersionNotFoundError(
+        f"{target} cannot be rebuilt: log files kept disappearing while they were read "
+        f"(log cleanup is running), last: {vanished}",
+        version=version,
+    ) from vanished
+
+
+def _replay_listing(storage: TableStorage, listing: LogListing, version: int | None) -> Snapshot:
+    """One :func:`replay` attempt on ``listing``.
+
+    Raises:
+        LogFileNotFoundError: A file of the listing is gone (start again from a new listing).
     """
     excluded: set[int] = set()
     while True:
@@ -315,7 +344,12 @@ def replay(storage: TableStorage, listing: LogListing, version: int | None = Non
             )
             if segment.checkpoint is None or not unreadable:
                 raise
-            excluded.add(segment.checkpoint.version)
+            checkpoint = segment.checkpoint
+            with storage_errors(f"cannot stat checkpoint {checkpoint.version}"):
+                for status in checkpoint.files:
+                    if not storage.store.exists(status.path):
+                        raise LogFileNotFoundError(f"{status.name} is gone") from exc
+            excluded.add(checkpoint.version)
 
 
 def advance(snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], int]]) -> Snapshot:

@@ -51,6 +51,9 @@ class LogSegment:
     version: int
     checkpoint: Checkpoint | None
     commits: tuple[FileStatus, ...]
+    #: The commit file of ``version`` itself when the listing has it (its time is the
+    #: version's time, also when ``version`` is rebuilt from a checkpoint alone).
+    version_commit: FileStatus | None = None
 
     @property
     def start_version(self) -> int:
@@ -80,6 +83,38 @@ def classify(entries: Iterable[FileStatus]) -> LogListing:
     return LogListing(commits, dict(singles))
 
 
+#: Listings taken before a hole in the commit versions is believed.
+LISTING_ATTEMPTS = 4
+
+
+def _has_hole(entries: Iterable[FileStatus]) -> bool:
+    versions = {
+        parsed.version
+        for entry in entries
+        if (parsed := parse_log_name(entry.name)) is not None and parsed.kind == "commit"
+    }
+    return bool(versions) and len(versions) != max(versions) - min(versions) + 1
+
+
+def list_entries(storage: TableStorage, start_name: str = "") -> list[FileStatus]:
+    """List ``_delta_log`` from ``start_name``, re-listing (bounded) while commits have a hole.
+
+    A directory listing is not a snapshot: taken while a writer creates ``N.json`` and then
+    ``N+1.json`` (and their temporary files), it can show ``N+1`` without ``N``. A commit is
+    only created after its predecessor exists, so a fresh listing shows ``N``; a hole that
+    persists over :data:`LISTING_ATTEMPTS` listings is real and left for the caller to report.
+
+    Raises:
+        TableNotFoundError: There is no ``_delta_log`` directory.
+    """
+    entries = storage.list_log(start_name)
+    for _ in range(LISTING_ATTEMPTS - 1):
+        if not _has_hole(entries):
+            break
+        entries = storage.list_log(start_name)
+    return entries
+
+
 def list_log(storage: TableStorage, *, use_hint: bool = True) -> LogListing:
     """List ``_delta_log``, starting at ``_last_checkpoint``'s version when it is usable.
 
@@ -98,10 +133,10 @@ def list_log(storage: TableStorage, *, use_hint: bool = True) -> LogListing:
             except CheckpointFormatError:
                 hint = None
         if hint is not None:
-            listing = classify(storage.list_log(commit_name(hint)[:20]))
+            listing = classify(list_entries(storage, commit_name(hint)[:20]))
             if hint in listing.checkpoints:
                 return LogListing(listing.commits, listing.checkpoints, complete=False)
-    listing = classify(storage.list_log())
+    listing = classify(list_entries(storage))
     if listing.latest_version is None:
         raise TableNotFoundError(f"no Delta table at {storage.uri}: {storage.log_path} is empty")
     return listing
@@ -146,7 +181,8 @@ def build_segment(
             f"the log is missing commit {missing[0]} (needed to rebuild version {target})",
             version=missing[0],
         )
-    return LogSegment(target, checkpoint, tuple(listing.commits[v] for v in needed))
+    commits = tuple(listing.commits[v] for v in needed)
+    return LogSegment(target, checkpoint, commits, listing.commits.get(target))
 
 
 def commit_times(listing: LogListing) -> dict[int, int]:

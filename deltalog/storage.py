@@ -83,6 +83,8 @@ class TableStorage:
         serves.
         """
         decoded = decode_path(action_path)
+        if not (action_path.startswith("/") or has_scheme(action_path)):  # as logged
+            return self.data_file(decoded)
         if decoded.startswith("file:"):
             return local_path_from_uri(decoded)
         if "://" in decoded and "://" in self.root:

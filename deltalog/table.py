@@ -32,6 +32,7 @@ from deltalog.logstores import LogFileNotFoundError
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
+from deltalog.properties import check_properties
 from deltalog.replay import read_commit, replay
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
@@ -39,6 +40,7 @@ from deltalog.segment import LogListing, classify, commit_times, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.transaction import Transaction
+from deltalog.user_input import check_version_number, is_long
 from deltalog.vacuum import Progress, VacuumMode, VacuumResult
 from deltalog.vacuum import vacuum as run_vacuum
 
@@ -50,6 +52,8 @@ _log = logging.getLogger(__name__)
 
 def _to_millis(ts: TimestampLike) -> int:
     if isinstance(ts, int) and not isinstance(ts, bool):
+        if not is_long(ts):
+            raise InvalidInputError(f"timestamp {ts} ms is out of range")
         return ts
     if isinstance(ts, str):
         try:
@@ -59,7 +63,10 @@ def _to_millis(ts: TimestampLike) -> int:
     if isinstance(ts, dt.datetime):
         if ts.tzinfo is None:
             ts = ts.replace(tzinfo=dt.UTC)
-        return int(ts.timestamp() * 1000)
+        try:
+            return int(ts.timestamp() * 1000)
+        except (ValueError, OverflowError, OSError) as exc:
+            raise InvalidInputError(f"timestamp {ts!r} is out of range") from exc
     raise InvalidInputError(f"not a timestamp: {ts!r}")
 
 
@@ -85,7 +92,8 @@ class DeltaTable:
     Raises:
         TableNotFoundError: No Delta table at ``uri``.
         VersionNotFoundError: ``version`` does not exist or cannot be rebuilt.
-        TimestampOutOfRangeError: ``timestamp`` is before the first commit.
+        TimestampOutOfRangeError: ``timestamp`` is before the first available commit or after
+            the latest one (as delta-spark refuses it).
         CorruptLogError: The log violates the protocol (gap, malformed line, ...).
     """
 
@@ -103,6 +111,8 @@ class DeltaTable:
         self._background_checkpoints = background_checkpoints
         if version is not None and timestamp is not None:
             raise InvalidInputError("give version or timestamp, not both")
+        if version is not None:
+            check_version_number(version, "version")
         self._storage = TableStorage.open(uri, storage_options)
         if timestamp is not None:
             listing = list_log(self._storage, use_hint=False)
@@ -244,6 +254,8 @@ class DeltaTable:
         Args:
             limit: At most this many entries.
         """
+        if limit is not None:
+            check_version_number(limit, "limit")
         listing = list_log(self._storage, use_hint=False)
         times = commit_times(listing)
         versions = sorted((v for v in listing.commits if v <= self.version()), reverse=True)
@@ -509,6 +521,7 @@ def new_table_actions(
     partition_columns = list(partition_by)
     check_partition_columns(struct, partition_columns)
     config = {str(k): str(v) for k, v in (configuration or {}).items()}
+    check_properties(config)
     protocol = protocol_for_new_table(struct, config)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -532,15 +545,33 @@ def _refuse_existing(storage: TableStorage) -> None:
         raise TableAlreadyExistsError(f"a Delta table already exists at {storage.uri}")
 
 
+def _iso(ts: int) -> str:
+    """``ts`` (ms since the epoch) for a message."""
+    try:
+        return dt.datetime.fromtimestamp(ts / 1000, dt.UTC).isoformat()
+    except (ValueError, OverflowError, OSError):
+        return f"{ts} ms since the epoch"
+
+
 def _version_at(listing: LogListing, ts: int) -> int:
-    """Latest version committed at or before ``ts`` (commit file times, made monotonic)."""
+    """Latest version committed at or before ``ts`` (commit file times, made monotonic).
+
+    As in delta-spark, a time before the first available commit or after the latest commit is
+    refused: the table's state at a time it has not reached yet is not known.
+    """
     if not listing.commits:
         raise VersionNotFoundError("no commit files to time travel with")
-    at_or_before = [v for v, t in commit_times(listing).items() if t <= ts]
+    times = commit_times(listing)
+    at_or_before = [v for v, t in times.items() if t <= ts]
     if not at_or_before:
         first = min(listing.commits)
         raise TimestampOutOfRangeError(
-            f"{dt.datetime.fromtimestamp(ts / 1000, dt.UTC).isoformat()} is before the first "
-            f"available commit (version {first})"
+            f"{_iso(ts)} is before the first available commit (version {first})"
+        )
+    latest = max(times)
+    if ts > times[latest]:
+        raise TimestampOutOfRangeError(
+            f"{_iso(ts)} is after the latest commit (version {latest}, at "
+            f"{_iso(times[latest])}); use a timestamp at or before it, or open the latest version"
         )
     return max(at_or_before)

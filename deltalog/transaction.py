@@ -72,10 +72,12 @@ from deltalog.partitions import check_partition_columns, parse_partition_value
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
+from deltalog.properties import check_properties
 from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType, as_struct
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
+from deltalog.user_input import check_file_action, check_json, check_version_number
 
 _log = logging.getLogger(__name__)
 
@@ -132,8 +134,9 @@ class Transaction:
             raise InvalidInputError(
                 f"isolation level must be one of {list(ISOLATION_LEVELS)}, not {isolation_level!r}"
             )
-        if not operation:
+        if not operation or not isinstance(operation, str):
             raise InvalidInputError("a transaction needs an operation name")
+        check_json(dict(parameters or {}), "the transaction parameters")
         self._storage = storage
         self._snapshot = snapshot
         self._prefix = scheme_prefix(storage.root)
@@ -297,6 +300,7 @@ class Transaction:
         described_iter = iter(described)
         for item in items:
             if isinstance(item, AddFile | AddCDCFile):
+                check_file_action(item)
                 check_action_path(item.path, self._storage.root)
             if isinstance(item, AddCDCFile):
                 self._cdc.append(item)
@@ -350,6 +354,8 @@ class Transaction:
         else:
             given = list(files)
         for one in given:
+            if not isinstance(one, str):
+                check_file_action(one)
             check_action_path(one if isinstance(one, str) else one.path, self._storage.root)
         ready = [f for f in given if isinstance(f, RemoveFile)]
         if ready:
@@ -450,6 +456,7 @@ class Transaction:
         struct = StructType.from_json_string(metadata.schema_string or "")
         check_partition_columns(struct, list(metadata.partition_columns))
         config = {k: v for k, v in metadata.configuration.items() if v is not None}
+        check_properties(config)
         needed = protocol_for_new_table(struct, config)
         protocol = self._protocol or self._snapshot.protocol
         check_writable(protocol, metadata)
@@ -515,10 +522,9 @@ class Transaction:
             InvalidInputError: ``version`` is negative or ``app_id`` empty.
         """
         self._check_open()
-        if not app_id:
-            raise InvalidInputError("app_id must not be empty")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            raise InvalidInputError(f"txn version must be a non-negative int, not {version!r}")
+        if not app_id or not isinstance(app_id, str):
+            raise InvalidInputError("app_id must be a non-empty string")
+        check_version_number(version, "txn version")
         self._app_ids.add(app_id)
         self._txns[app_id] = Txn(app_id=app_id, version=version, last_updated=now_ms())
 
@@ -535,6 +541,7 @@ class Transaction:
         if not domain or domain.startswith("delta."):
             raise InvalidInputError(f"domain {domain!r} is reserved or empty")
         if not isinstance(configuration, str):
+            check_json(configuration, f"the configuration of domain {domain!r}")
             configuration = orjson.dumps(configuration, option=orjson.OPT_SORT_KEYS).decode()
         self._domains[domain] = DomainMetadata(domain, configuration, removed)
 
@@ -589,13 +596,13 @@ class Transaction:
         reads: TransactionReads | None = None
         winners: list[tuple[int, list[Action], int]] = []
         version = snap.version + 1
-        # After a lost race the previous version is a winner this loop has just read.
-        check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
         while True:
             self.attempts += 1
+            # Also after a lost race: the catch-up's "not found" for a version does not mean
+            # it is free when cleanup may have deleted it during the back-off.
+            check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
             if try_write(self._storage, version, data, check_previous=check_previous):
                 break
-            check_previous = False
             if self.attempts >= self._retry.max_attempts:
                 raise CommitAttemptsExhaustedError(
                     f"gave up after {self.attempts} attempts: version {version} was taken by "
@@ -711,6 +718,7 @@ class Transaction:
             self._check_removes_everything()
         if self._described:
             self._check_not_live()
+        self._drop_readds()
         actions: list[Action] = []
         if self._protocol is not None:
             actions.append(self._protocol)
@@ -722,6 +730,23 @@ class Transaction:
         actions += self._adds.values()
         actions += self._cdc
         return actions
+
+    def _drop_readds(self) -> None:
+        """Stage nothing for a file that is both removed and added back unchanged.
+
+        A commit holding ``remove`` and ``add`` of the same path (and deletion vector) is
+        read differently by engines (delta-rs drops the file, deltalog keeps it) and is a
+        ``duplicate-file-action`` for ``check``. The file is live before and after, so the
+        pair means no change for it, which is what delta-spark ends up with: neither is
+        committed. A remove and an add with different deletion vectors stay (an update).
+        """
+        for key, add in list(self._adds.items()):
+            remove_key = canonical_path(add.path, self._prefix)
+            remove = self._removes.get(remove_key)
+            if remove is not None and file_key(remove.path, remove.dv_id, self._prefix) == key:
+                del self._adds[key]
+                del self._removes[remove_key]
+                self._described.discard(key)
 
     def _check_removes_everything(self) -> None:
         live = canonical_paths(self._snapshot.paths(), self._prefix)

@@ -67,11 +67,12 @@ def safe_option_name(key: str) -> str:
 
 
 def shown_value(value: str, *keys: str) -> str:
-    """``repr(value)`` for a message; a placeholder if any of ``keys`` may hold a credential.
+    """What a message shows of an option's value: never the value itself.
 
-    ``keys`` are the option and its aliases.
+    A credential pasted into the wrong option (or after the wrong key) must not reach an error
+    message or a log, so messages name the option and what it expects, and no value.
     """
-    return f"<{REDACTED}>" if any(is_secret_option(k) for k in keys) else repr(value)
+    return "the value given (not shown)"
 
 
 def _userinfo_end(uri: str) -> int:
@@ -127,6 +128,11 @@ def redact_uri(uri: str) -> str:
     return uri
 
 
+def _is_location_option(key: str) -> bool:
+    """Whether option ``key`` holds an endpoint or URL (where a password must not be)."""
+    return any(word in key for word in ("endpoint", "url"))
+
+
 class StoreOptions:
     """Case-insensitive view of ``storage_options`` for one store.
 
@@ -148,6 +154,12 @@ class StoreOptions:
             raise StoreConfigurationError(
                 f"unknown option(s) {named}; known: {', '.join(sorted(known_set))}"
             )
+        for key, value in self._values.items():
+            if _is_location_option(key) and _userinfo_end(value) != -1:
+                raise StoreConfigurationError(
+                    f"option {safe_option_name(key)} carries credentials (user:password@); "
+                    "pass them as their own storage options"
+                )
 
     def __repr__(self) -> str:  # option names only: values may be credentials
         return f"StoreOptions({sorted(safe_option_name(k) for k in self._values)})"

@@ -235,7 +235,7 @@ def connection_from_options(opts: StoreOptions) -> AwsConnection:
         style = "virtual" if virtual.lower() in ("true", "1") else "path"
     if style is not None and style not in ("path", "virtual", "auto"):
         raise StoreConfigurationError(
-            f"s3.addressing_style must be path, virtual or auto, not {style!r}"
+            "s3.addressing_style must be path, virtual or auto (the value given is not shown)"
         )
     return AwsConnection(
         endpoint=opts.get("s3.endpoint", "aws_endpoint_url", "aws_endpoint", "endpoint_url"),
@@ -266,7 +266,7 @@ def commit_protocol_from_options(opts: StoreOptions) -> CommitProtocol:
         if explicit not in (CONDITIONAL_PUT, DYNAMODB, UNSAFE_SINGLE_WRITER):
             raise StoreConfigurationError(
                 f"s3.commit_protocol must be {CONDITIONAL_PUT!r}, {DYNAMODB!r} or "
-                f"{UNSAFE_SINGLE_WRITER!r}, not {raw!r}"
+                f"{UNSAFE_SINGLE_WRITER!r} (the value given is not shown)"
             )
         chosen.add(explicit)
     conditional = opts.get("aws_conditional_put", "conditional_put")
@@ -278,7 +278,7 @@ def commit_protocol_from_options(opts: StoreOptions) -> CommitProtocol:
     if locking is not None:
         if locking.lower() != DYNAMODB:
             raise StoreConfigurationError(
-                f"aws_s3_locking_provider must be 'dynamodb', not {locking!r}"
+                "aws_s3_locking_provider must be 'dynamodb' (the value given is not shown)"
             )
         chosen.add(DYNAMODB)
     if opts.get_bool("aws_s3_allow_unsafe_rename", default=False):

@@ -29,8 +29,15 @@ from servers.fixtures import BUCKET, cloud_location
 from tableutil import log_names, write_parquet
 
 import deltalog
-from deltalog import DeltaTable, DuplicateFileError, InvalidPathError, SchemaMismatchError
-from deltalog.logstores import LogFileNotFoundError, open_store
+from deltalog import (
+    DataFileNotFoundError,
+    DeltaLogError,
+    DeltaTable,
+    DuplicateFileError,
+    InvalidPathError,
+    SchemaMismatchError,
+)
+from deltalog.logstores import open_store
 
 # --------------------------------------------------------------------------- helpers
 
@@ -484,12 +491,12 @@ def test_a_directory_without_data_files_raises_not_found(
     setup(table_root)
     table = DeltaTable(str(table_root))
     unchanged = Unchanged(table, table_root)
-    with pytest.raises(LogFileNotFoundError) as info:
+    with pytest.raises(DataFileNotFoundError) as info:
         table.append_files([given])
-    assert isinstance(info.value, FileNotFoundError)
+    assert isinstance(info.value, DeltaLogError)
     assert given.split("/")[0] in str(info.value)
     unchanged.check()
-    with pytest.raises(LogFileNotFoundError):
+    with pytest.raises(DataFileNotFoundError):
         table.append_files([str(table_root / given)])
     unchanged.check()
 
@@ -573,7 +580,7 @@ def test_a_directory_on_an_object_store(tmp_path: Path) -> None:
         table.append_files([f"{uri}/batch"])
     with pytest.raises(InvalidPathError):
         table.append_files([uri])
-    with pytest.raises(LogFileNotFoundError):
+    with pytest.raises(DataFileNotFoundError):
         table.append_files(["missing"])
     put("tmp/_temporary/0/p=a/q=1/part-0.parquet", rows(range(1)))
     put("tmp/p=a/q=1/part-0.parquet", rows(range(1)))
@@ -618,6 +625,6 @@ def test_s3_directory_markers_in_an_output_directory_are_skipped(
         assert info["stats"]["numRecords"] == len(NESTED[path])
     # A directory holding nothing but markers has no data files.
     s3.put_object(Bucket=BUCKET, Key=f"{key_prefix}/only-markers/p=a/", Body=b"")
-    with pytest.raises(LogFileNotFoundError):
+    with pytest.raises(DataFileNotFoundError):
         table.append_files(["only-markers"])
     assert table.update() == 1

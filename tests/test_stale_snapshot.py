@@ -8,12 +8,14 @@ yet no reader ever saw it (replay starts at the checkpoint). Now the commit is r
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
+from servers.fixtures import cloud_location
 from tableutil import log_names
 
-from deltalog import AddFile, DeltaTable, SnapshotExpiredError, check_table
+from deltalog import AddFile, DeltaTable, RetryPolicy, SnapshotExpiredError, check_table
 
 
 def _add(path: str) -> AddFile:
@@ -73,3 +75,60 @@ def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
         assert report.clean, report.findings
         assert f"{1:020d}.json" not in log_names(uri)
         assert os.path.exists(os.path.join(uri, "_delta_log", f"{21:020d}.json"))
+
+
+class _CleanupDuringBackoff(RetryPolicy):
+    """A retry policy whose first back-off runs ``during`` (the seam for the race)."""
+
+    def __init__(self, during: Callable[[], None]) -> None:
+        super().__init__()
+        object.__setattr__(self, "_during", [during])
+
+    def delay(self, attempt: int) -> float:
+        pending = self._during  # type: ignore[attr-defined]
+        if pending:
+            pending.pop()()
+        return 0.0
+
+
+@pytest.mark.parametrize("uri_kind", ["local", "memory", "s3_dynamodb"])
+def test_loser_does_not_recreate_a_commit_cleaned_up_during_its_backoff(
+    request: pytest.FixtureRequest, tmp_path, uri_kind: str
+) -> None:
+    options: dict[str, str] = {}
+    if uri_kind == "local":
+        uri = str(tmp_path / "t")
+    elif uri_kind == "memory":
+        uri = f"memory://backoff-{tmp_path.name}"
+    else:
+        location = cloud_location(request, uri_kind)
+        uri, options = location.uri, dict(location.options)
+    DeltaTable.create(
+        uri,
+        pa.schema([("id", pa.int64())]),
+        configuration={"delta.logRetentionDuration": "interval 0 seconds"},
+        storage_options=options,
+    )
+    winner = DeltaTable(uri, storage_options=options, background_checkpoints=False)
+
+    def winner_moves_on_and_cleans_up() -> None:
+        for i in range(2, 4):
+            _commit(winner, f"b{i}.parquet")
+        winner.checkpoint()  # version 3
+        deleted = winner.cleanup_log()
+        assert f"{1:020d}.json" in deleted
+
+    loser = DeltaTable(
+        uri, storage_options=options, retry=_CleanupDuringBackoff(winner_moves_on_and_cleans_up)
+    )
+    _commit(winner, "b1.parquet")  # takes version 1 from the loser
+    tx = loser.transaction()
+    tx.add(_add("a.parquet"))
+    with pytest.raises(SnapshotExpiredError) as err:
+        tx.commit()
+    assert err.value.retryable
+    storage = winner._storage
+    assert not storage.store.exists(storage.log_file(f"{1:020d}.json"))  # nothing written
+    assert DeltaTable(uri, storage_options=options).version() == 3
+    report = check_table(uri, data_files=False, storage_options=options)
+    assert report.clean, report.findings

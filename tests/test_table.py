@@ -12,6 +12,7 @@ from tableutil import log_names, write_commit, write_parquet
 from deltalog import (
     DeltaTable,
     InvalidPathError,
+    InvalidPropertyError,
     MalformedCommitError,
     MissingMetadataError,
     MissingProtocolError,
@@ -26,7 +27,7 @@ from deltalog import (
 )
 from deltalog.file_actions import FILES_SCHEMA
 from deltalog.partitions import hive_partition_dir
-from deltalog.predicates import as_predicate
+from deltalog.predicates import as_predicate, col
 from deltalog.table import AppendOnlyError, DuplicateFileError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int32())])
@@ -89,6 +90,19 @@ def test_time_travel_by_version_and_timestamp(table: DeltaTable) -> None:
         DeltaTable(root, timestamp=999_999_000)
     with pytest.raises(VersionNotFoundError):
         DeltaTable(root, version=3)
+
+
+def test_time_travel_after_the_latest_commit_is_refused_as_delta_spark_does(
+    table: DeltaTable,
+) -> None:
+    root = table.uri
+    table.append_files([_file(root, "1")])
+    log = Path(root) / "_delta_log"
+    for v, ts in enumerate((1_000_000, 2_000_000)):
+        os.utime(log / f"{v:020d}.json", (ts, ts))
+    assert DeltaTable(root, timestamp=2_000_000_000).version() == 1  # exactly the latest
+    with pytest.raises(TimestampOutOfRangeError, match="after the latest commit"):
+        DeltaTable(root, timestamp=2_000_000_001)
 
 
 def test_history_newest_first(table: DeltaTable) -> None:
@@ -448,3 +462,80 @@ def test_lazy_snapshots_merge_correctly_from_many_threads(tmp_path: Path) -> Non
             t.join(30)
         assert seen == dict(enumerate(expected))
         assert set(DeltaTable(root).snapshot.paths().to_pylist()) == live
+
+
+def test_re_overwriting_a_partition_with_the_file_it_holds_changes_nothing(
+    table: DeltaTable,
+) -> None:
+    root = table.uri
+    kept = _file(root, "1")
+    other = _file(root, "1", "g.parquet")
+    table.append_files([kept, other])
+    before = table.version()
+    # An idempotent re-run of the overwrite that wrote ``kept``: ``other`` goes, ``kept`` stays.
+    version = table.overwrite_files([kept], where=col("part") == "1")
+    assert version == before + 1
+    commit = (Path(root) / "_delta_log" / f"{version:020d}.json").read_bytes()
+    actions = [orjson.loads(line) for line in commit.splitlines()]
+    assert [a["remove"]["path"] for a in actions if "remove" in a] == [other]
+    assert not [a for a in actions if "add" in a]  # neither remove nor add of ``kept``
+    assert DeltaTable(root).files().column("path").to_pylist() == [kept]
+    assert DeltaTable(root).check().clean
+    # The same through a transaction: remove then add of one live file is no change.
+    tx = table.transaction()
+    tx.remove(kept)
+    tx.add(kept)
+    assert tx.commit() == version
+    assert tx.no_op
+    assert DeltaTable(root).files().column("path").to_pylist() == [kept]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("delta.appendOnly", "yes"),
+        ("delta.appendOnly", "true "),
+        ("delta.checkpointInterval", "0"),
+        ("delta.checkpointInterval", "ten"),
+        ("delta.isolationLevel", "Serialisable"),
+        ("delta.logRetentionDuration", "forever"),
+    ],
+)
+def test_invalid_table_properties_are_refused_and_reported(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    root = tmp_path / "t"
+    with pytest.raises(InvalidPropertyError, match=key):
+        DeltaTable.create(str(root), SCHEMA, configuration={key: value})
+    assert not (root / "_delta_log").exists() or not os.listdir(root / "_delta_log")
+    table = DeltaTable.create(str(root), SCHEMA)
+    tx = table.transaction("SET TBLPROPERTIES")
+    with pytest.raises(InvalidPropertyError, match=key):
+        tx.update_metadata(configuration={key: value})
+    assert DeltaTable(str(root)).version() == 0
+    # A table another engine wrote with the bad value: check reports it.
+    commit = root / "_delta_log" / f"{0:020d}.json"
+    lines = [orjson.loads(line) for line in commit.read_bytes().splitlines()]
+    for line in lines:
+        if "metaData" in line:
+            line["metaData"]["configuration"] = {key: value}
+    commit.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    report = DeltaTable(str(root)).check()
+    assert [f.code for f in report.findings if f.code == "bad-table-property"]
+    assert not report.clean
+
+
+def test_a_checkpointed_version_has_its_commits_time_not_the_checkpoints(
+    table: DeltaTable,
+) -> None:
+    root = table.uri
+    table.append_files([_file(root, "1")])
+    table.checkpoint()  # version 1
+    log = Path(root) / "_delta_log"
+    for v, ts in enumerate((1_000_000, 2_000_000)):
+        os.utime(log / f"{v:020d}.json", (ts, ts))
+    os.utime(log / f"{1:020d}.checkpoint.parquet", (5_000_000, 5_000_000))
+    fresh = DeltaTable(root)
+    assert fresh.snapshot.checkpoint_version == 1
+    assert fresh.snapshot.timestamp == 2_000_000_000
+    assert fresh.history(limit=1)[0]["timestamp"] == fresh.snapshot.timestamp

@@ -12,6 +12,7 @@ object, ordered without sleeps:
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from deltalog.errors import (
     FileNotInTableError,
     InvalidInputError,
     InvalidPredicateError,
+    InvalidPropertyError,
     MetadataChangedError,
     MetadataChangedException,
     ProtocolChangedError,
@@ -1230,8 +1232,13 @@ def test_delta_spark_names_are_aliases() -> None:
 def test_a_landed_commit_never_raises_afterwards(uri: str) -> None:
     """A bad delta.checkpointInterval breaks only the post-commit checkpoint, not the commit."""
     table = DeltaTable(uri)
-    with table.transaction("SET TBLPROPERTIES") as tx:
+    with pytest.raises(InvalidPropertyError), table.transaction("SET TBLPROPERTIES") as tx:
         tx.update_metadata(configuration={"delta.checkpointInterval": "ten"})
+    # Another engine wrote it anyway.
+    bad = dataclasses.replace(table.metadata(), configuration={"delta.checkpointInterval": "ten"})
+    store = table._storage.store
+    store.write(table._storage.log_file(f"{2:020d}.json"), bad.to_line() + b"\n")
+    table = DeltaTable(uri)
     tx = table.transaction()
     tx.add(add("p=1/late.parquet"))
     assert tx.commit() == 3

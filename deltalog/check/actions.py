@@ -22,6 +22,7 @@ from deltalog.features import DELTA_WRITER_FEATURES, check_readable
 from deltalog.file_actions import canonical_path, file_key, scheme_prefix
 from deltalog.partitions import parse_partition_value
 from deltalog.paths import check_action_path
+from deltalog.properties import property_problems
 
 
 class ActionChecks:
@@ -156,6 +157,8 @@ class ActionChecks:
                 self.protocol(action, version, path)
             elif isinstance(action, Metadata):
                 state.metadata = action
+                for problem in property_problems(action.configuration):
+                    self.findings.report("bad-table-property", problem, version, path)
             elif isinstance(action, Txn):
                 state.txns[action.app_id] = action.version
             elif isinstance(action, DomainMetadata):

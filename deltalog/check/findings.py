@@ -35,6 +35,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "bad-partition-values": ("error", "partition values do not match the partition columns"),
     "bad-stats": ("error", "a stats string does not parse or disagrees with the schema"),
     "bad-schema": ("error", "the schema does not parse or lacks a partition column"),
+    "bad-table-property": ("error", "a delta.* table property has an invalid value"),
     "unsupported-reader-feature": ("error", "the protocol needs a reader feature not known"),
     "corrupt-checkpoint": ("error", "a checkpoint cannot be read"),
     "checkpoint-mismatch": ("error", "a checkpoint differs from replay of the commits it covers"),

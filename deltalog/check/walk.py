@@ -13,7 +13,7 @@ from deltalog.check.state import TableState, compare_checkpoint
 from deltalog.errors import MalformedCommitError, TableNotFoundError
 from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import commit_name, parse_log_name
-from deltalog.segment import Checkpoint, classify
+from deltalog.segment import Checkpoint, classify, list_entries
 from deltalog.storage import TableStorage
 
 
@@ -53,7 +53,7 @@ class _Walk:
         self.checked = {"commits": 0, "checkpoints": 0, "actions": 0}
 
     def run(self, *, data_files: bool) -> CheckReport:
-        entries = self.storage.list_log()
+        entries = list_entries(self.storage)
         listing = classify(entries)
         latest = listing.latest_version
         if latest is None:

@@ -1,0 +1,97 @@
+"""Validation of the ``delta.*`` table properties deltalog knows, as delta-spark validates them.
+
+delta-spark refuses a table property whose value does not parse (``delta.appendOnly = yes``),
+or breaks its rule (``delta.checkpointInterval = 0``), when a table is created or its metadata
+changes. :func:`check_properties` does the same; ``deltalog check`` reports what
+:func:`property_problems` finds on existing tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from deltalog.config import parse_interval_ms
+from deltalog.errors import InvalidInputError, InvalidPropertyError
+
+_BOOLEAN = ("true", "false")
+
+
+def _boolean(value: str) -> str | None:
+    # Scala's String.toBoolean: "true" or "false" in any case, nothing else (no blanks).
+    return None if value.lower() in _BOOLEAN else "must be true or false"
+
+
+def _int_at_least(minimum: int) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return f"must be an integer >= {minimum}"
+        if number < minimum or value.strip() != value:
+            return f"must be an integer >= {minimum}"
+        return None
+
+    return check
+
+
+def _interval(value: str) -> str | None:
+    try:
+        parse_interval_ms(value)
+    except InvalidInputError:
+        return "must be an interval such as 'interval 30 days'"
+    return None
+
+
+def _one_of(*allowed: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value in allowed else f"must be one of {list(allowed)}"
+
+    return check
+
+
+#: Known properties and their rules (delta-spark's DeltaConfigs).
+RULES: dict[str, Callable[[str], str | None]] = {
+    "delta.appendOnly": _boolean,
+    "delta.checkpointInterval": _int_at_least(1),
+    "delta.logRetentionDuration": _interval,
+    "delta.deletedFileRetentionDuration": _interval,
+    "delta.enableExpiredLogCleanup": _boolean,
+    "delta.isolationLevel": _one_of("Serializable", "WriteSerializable"),
+    "delta.enableChangeDataFeed": _boolean,
+    "delta.enableDeletionVectors": _boolean,
+    "delta.enableInCommitTimestamps": _boolean,
+    "delta.enableRowTracking": _boolean,
+    "delta.checkpoint.writeStatsAsJson": _boolean,
+    "delta.checkpoint.writeStatsAsStruct": _boolean,
+    "delta.dataSkippingNumIndexedCols": _int_at_least(-1),
+    "delta.randomizeFilePrefixes": _boolean,
+    "delta.randomPrefixLength": _int_at_least(1),
+    "delta.columnMapping.mode": _one_of("none", "name", "id"),
+    "delta.columnMapping.maxColumnId": _int_at_least(0),
+    "delta.checkpointPolicy": _one_of("classic", "v2"),
+}
+
+
+def property_problems(configuration: Mapping[str, str | None]) -> list[str]:
+    """One message per known property whose value breaks its rule (case-insensitive keys)."""
+    rules = {k.lower(): (k, rule) for k, rule in RULES.items()}
+    out = []
+    for key, value in configuration.items():
+        known = rules.get(key.lower())
+        if known is None or value is None:
+            continue
+        problem = known[1](value)
+        if problem is not None:
+            out.append(f"table property {known[0]} {problem}, not {value!r}")
+    return out
+
+
+def check_properties(configuration: Mapping[str, str | None]) -> None:
+    """Refuse known ``delta.*`` properties with invalid values.
+
+    Raises:
+        InvalidPropertyError: Naming the first property and its rule.
+    """
+    problems = property_problems(configuration)
+    if problems:
+        raise InvalidPropertyError("; ".join(problems))
