@@ -153,8 +153,6 @@ class StagedOptimize:
         if self._staged is None:
             return self._result
         written = self._staged.commit()
-        if written.files_added == 0:  # pragma: no cover - no txn id, so never a no-op
-            return self._result
         assert written.version is not None
         return dataclasses.replace(self._result, version=written.version, committed=True)
 
@@ -322,7 +320,7 @@ def stage_optimize(
 def optimize_metrics(added: list[int], removed: list[int]) -> dict[str, str]:
     """``operationMetrics`` of an OPTIMIZE commit, as delta-spark records them.
 
-    Sizes percentiles are of the added files, taken as delta-spark's
+    The size percentiles are of the added files, taken as delta-spark's
     ``FileSizeStatsWithHistogram`` does (the element at ``n/4``, ``n/2``, ``3n/4`` of the
     sorted sizes).
     """
