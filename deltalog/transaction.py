@@ -162,6 +162,7 @@ class Transaction:
         self._protocol: Protocol | None = None
         self._txns: dict[str, Txn] = {}
         self._domains: dict[str, DomainMetadata] = {}
+        self._operation_metrics: dict[str, str] | None = None
         self.read_version = snapshot.version
         self.version: int | None = None
         self.attempts = 0
@@ -241,6 +242,15 @@ class Transaction:
         self._app_ids.add(app_id)
         txn = self._snapshot.txns.get(app_id)
         return None if txn is None else txn.version
+
+    def track_files_read(self, files: pa.Table) -> None:
+        """Record that the transaction read exactly these files (rows as :meth:`read_files`).
+
+        For an operation that chose its files itself, e.g. compaction: a winner that removed
+        one of them conflicts (``ConcurrentDeleteReadError``); no predicate is recorded.
+        """
+        self._check_open()
+        self._record_read(files)
 
     def _record_read(self, files: pa.Table) -> None:
         if not files.num_rows:
@@ -802,7 +812,14 @@ class Transaction:
         only_adds = not self._removes and not self._cdc
         return only_adds and not reads
 
+    def set_metrics(self, metrics: Mapping[str, str]) -> None:
+        """Use ``metrics`` as ``commitInfo.operationMetrics`` instead of the write metrics."""
+        self._check_open()
+        self._operation_metrics = dict(metrics)
+
     def _metrics(self) -> dict[str, str]:
+        if self._operation_metrics is not None:
+            return self._operation_metrics
         return write_metrics(list(self._adds.values()), removed=len(self._removes))
 
     def _reads(self, level: str) -> TransactionReads:

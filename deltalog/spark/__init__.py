@@ -2,7 +2,8 @@
 
 ``deltalog.spark.write(df, uri, ...)`` is the drop-in for ``df.write.format("delta")``: Spark's
 executors write the Parquet files and their statistics, the driver commits one transaction
-through deltalog's log stores. Runs on PySpark 3.5.x and 4.x; needs
+through deltalog's log stores. ``deltalog.spark.optimize(spark, uri, ...)`` compacts small
+files the same way (delta-spark's ``OPTIMIZE``). Runs on PySpark 3.5.x and 4.x; needs
 ``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
 PySpark or pandas is missing). Spark's Python workers import deltalog too, so it must be
 installed wherever the executors run.
@@ -27,6 +28,23 @@ def _require_extra() -> None:
 
 _require_extra()
 
+from deltalog.spark.optimize import (  # noqa: E402
+    OptimizeResult,
+    SkippedFile,
+    StagedOptimize,
+    optimize,
+    stage_optimize,
+)
 from deltalog.spark.write import StagedWrite, WriteResult, stage, write  # noqa: E402
 
-__all__ = ["StagedWrite", "WriteResult", "stage", "write"]
+__all__ = [
+    "OptimizeResult",
+    "SkippedFile",
+    "StagedOptimize",
+    "StagedWrite",
+    "WriteResult",
+    "optimize",
+    "stage",
+    "stage_optimize",
+    "write",
+]

@@ -12,6 +12,7 @@ Nothing here imports Spark: the functions run inside Python workers and are test
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import uuid
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.errors import SchemaMismatchError
 from deltalog.logstores import LogStore, open_store
 from deltalog.partitions import hive_partition_dir, serialize_partition_value
 from deltalog.paths import encode_path
@@ -302,3 +304,86 @@ class _DataFile:
             "stats": compute_stats(footer, self.plan.num_indexed_cols),
             "num_records": self.rows,
         }
+
+
+@dataclass(frozen=True)
+class RewriteBin:
+    """Files of one partition that one task rewrites into one file (compaction).
+
+    Attributes:
+        locations: Where each file is, in the table store's notation.
+        partition_values: The files' ``partitionValues``, as logged (kept as they are).
+    """
+
+    locations: tuple[str, ...]
+    partition_values: tuple[tuple[str, str | None], ...]
+
+
+def rewrite_task(
+    plan: TaskPlan, bins: list[RewriteBin], batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Rewrite the bins whose indexes arrive in ``batches`` (column ``id``); describe the files.
+
+    Each bin's files are read through the table's store, their columns matched to the table
+    schema (by name, case-insensitively; a column a file lacks is null) and written as new
+    files of the same partition by :func:`write_task`, so stats come from the new footers. The
+    plan's partition columns must be typed ``string``: partition values are copied as logged.
+
+    Raises:
+        SchemaMismatchError: A file's column cannot be cast to the table's type.
+        logstores.LogStoreError: Reading or writing a file failed.
+    """
+    store, _ = open_store(plan.uri, plan.storage_options or None)
+    target = StructType.from_json_string(plan.table_schema).to_arrow()
+    data = pa.schema([pa.field(name, target.field(name).type) for name in plan.data_columns])
+
+    def rows() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for index in batch.column("id").to_pylist():
+                one = bins[index]
+                for location in one.locations:
+                    table = _conform(_read_parquet(store, location), data, location)
+                    for name, value in one.partition_values:
+                        column = pa.array([value] * table.num_rows, pa.string())
+                        table = table.append_column(name, column)
+                    yield from table.to_batches()
+
+    # The rows are the table's already: no constraints to check again.
+    yield from write_task(dataclasses.replace(plan, table_schema=_EMPTY_SCHEMA), rows())
+
+
+_EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
+
+
+def _read_parquet(store: LogStore, location: str) -> pa.Table:
+    local = store.local_path(location)
+    if local is not None:
+        return pq.read_table(local)
+    with store.open_input(location) as fh:
+        return pq.read_table(fh)
+
+
+def _conform(table: pa.Table, schema: pa.Schema, location: str) -> pa.Table:
+    """``table``'s columns as ``schema`` has them: matched by name, cast, missing ones null."""
+    by_lower = {name.lower(): i for i, name in enumerate(table.column_names)}
+    columns = []
+    for f in schema:
+        names = table.column_names
+        i = names.index(f.name) if f.name in names else by_lower.get(f.name.lower())
+        if i is None:
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(i)
+        if column.type != f.type:
+            # INT96 and nanosecond timestamps become microseconds, as Spark reads them.
+            lossy = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(f.type)
+            try:
+                column = column.cast(f.type, safe=not lossy)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"column {f.name!r} of {location} is {column.type}, which cannot be read "
+                    f"as the table's {f.type}: {exc}",
+                    path=location,
+                ) from exc
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)

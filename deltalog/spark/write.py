@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -58,7 +58,8 @@ from deltalog.table import DeltaTable, new_table_actions
 from deltalog.transaction import Transaction, num_records, write_metrics
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
 
 Mode = Literal["append", "overwrite"]
 #: What a Python worker's failure says when deltalog is not installed on the executors.
@@ -510,7 +511,27 @@ def _run_job(
         ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
         SparkWriteError: The job failed otherwise.
     """
-    conf = df.sparkSession.conf
+    plan = task_plan(
+        df.sparkSession, uri, schema, partition_columns, configuration, written, options
+    )
+    return run_tasks(df, lambda batches: write_task(plan, batches), uri)
+
+
+def task_plan(
+    spark: SparkSession,
+    uri: str,
+    schema: StructType,
+    partition_columns: list[str],
+    configuration: Mapping[str, str | None],
+    written: list[str],
+    options: dict[str, str],
+) -> TaskPlan:
+    """The plan the write tasks get: codec and file limits from the session, table settings.
+
+    Raises:
+        InvalidInputError: The session's Parquet codec is not one deltalog can write.
+    """
+    conf = spark.conf
     codec = str(conf.get("spark.sql.parquet.compression.codec", "snappy") or "snappy").lower()
     if codec not in CODECS:
         raise InvalidInputError(
@@ -518,7 +539,7 @@ def _run_job(
             f"({sorted(CODECS)})"
         )
     indexed = configuration.get("delta.dataSkippingNumIndexedCols")
-    plan = TaskPlan(
+    return TaskPlan(
         uri=uri,
         storage_options=options,
         partition_schema=StructType(
@@ -529,10 +550,25 @@ def _run_job(
         codec=codec,
         max_records_per_file=int(conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0),
         table_schema=schema.to_json_string(),
-        spark_version=str(df.sparkSession.version),
+        spark_version=str(spark.version),
     )
+
+
+def run_tasks(
+    df: DataFrame,
+    task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    uri: str,
+    *,
+    data_change: bool = True,
+) -> list[AddFile]:
+    """Run ``task`` over ``df``'s partitions (``mapInArrow``); the ``add`` actions it reports.
+
+    Raises:
+        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
+        SparkWriteError: The job failed otherwise.
+    """
     try:
-        rows = df.mapInArrow(lambda batches: write_task(plan, batches), RESULT_DDL).collect()
+        rows = df.mapInArrow(task, RESULT_DDL).collect()
     except Exception as exc:
         text = str(exc)
         marker = f"{ConstraintViolationError.__name__}: "
@@ -556,7 +592,7 @@ def _run_job(
             partition_values=orjson.loads(row["partition_values"]),
             size=row["size"],
             modification_time=row["modification_time"],
-            data_change=True,
+            data_change=data_change,
             stats=row["stats"],
         )
         for row in rows

@@ -1,0 +1,414 @@
+"""OPTIMIZE on Spark: bin-packing compaction of a table's small files.
+
+``optimize(spark, uri, ...)`` is ``stage_optimize(...)`` followed by
+:meth:`StagedOptimize.commit`, as delta-spark's ``OPTIMIZE`` compacts without ``ZORDER BY``:
+
+1. the live files of the selected partitions smaller than ``min_file_size`` are grouped per
+   partition, smallest first, into bins of at most ``target_file_size`` bytes; a bin of one file
+   is left alone (nothing to merge it with);
+2. one Spark job rewrites every bin into one new file of its partition, one task per bin: the
+   executor reads the bin's files through the table's store and writes them with the same code
+   as :func:`deltalog.spark.write` (statistics from the new footers);
+3. one transaction commits ``remove`` of the old files and ``add`` of the new ones, all with
+   ``dataChange=false``, as operation ``OPTIMIZE`` with delta-spark's ``operationParameters``
+   and ``operationMetrics``.
+
+Conflicts are delta-spark's: the transaction records only the files it rewrote as read, and
+commits under ``SnapshotIsolation`` (it changes no data), so concurrent appends land on both
+sides, while a concurrent commit that removed a rewritten file makes the commit fail with
+:class:`~deltalog.errors.ConcurrentDeleteReadError` (the new files are deleted; the log gains
+nothing). Files with a deletion vector are never rewritten (deltalog does not apply deletion
+vectors, and rewriting the file whole would bring deleted rows back); they are reported in
+:attr:`OptimizeResult.skipped`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.errors import InvalidInputError
+from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table, validate
+from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.task import RewriteBin, rewrite_task
+from deltalog.spark.write import (
+    StagedWrite,
+    in_session_time_zone,
+    run_tasks,
+    task_plan,
+)
+from deltalog.table import DeltaTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: delta-spark's ``spark.databricks.delta.optimize.maxFileSize`` default: 1 GiB.
+DEFAULT_TARGET_FILE_SIZE = 1 << 30
+#: Reason given for a file with a deletion vector.
+DELETION_VECTOR_REASON = (
+    "has a deletion vector; deltalog does not apply deletion vectors, and rewriting the file "
+    "whole would bring its deleted rows back"
+)
+#: Reason given for the only small file of a partition (or of a bin).
+ALONE_REASON = "the only file of its bin: nothing to merge it with"
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file small enough to compact that was left as it is.
+
+    Attributes:
+        path: The file's ``path`` as logged.
+        partition_values: Its partition values.
+        size: Its size in bytes.
+        reason: Why it was not rewritten.
+    """
+
+    path: str
+    partition_values: Mapping[str, str | None]
+    size: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizeResult:
+    """What an optimize did.
+
+    Attributes:
+        version: The version committed; when there was nothing to compact (nothing
+            committed), the version that was read.
+        committed: Whether a commit was written.
+        files_added: New (compacted) data files.
+        files_removed: Data files replaced by them.
+        bytes_added: Bytes of the new files.
+        bytes_removed: Bytes of the replaced files.
+        partitions_optimized: Distinct partitions that had a bin rewritten.
+        bins: Bins rewritten (one new file each, unless ``spark.sql.files.maxRecordsPerFile``
+            splits one).
+        files_considered: Live files of the selected partitions.
+        skipped: Small files left alone, each with the reason (files at or above
+            ``min_file_size`` are not listed: they are already large enough).
+        metrics: The commit's ``operationMetrics`` (empty when nothing was committed).
+    """
+
+    version: int
+    committed: bool
+    files_added: int
+    files_removed: int
+    bytes_added: int
+    bytes_removed: int
+    partitions_optimized: int
+    bins: int
+    files_considered: int
+    skipped: tuple[SkippedFile, ...] = ()
+    metrics: Mapping[str, str] = field(default_factory=dict)
+
+
+class StagedOptimize:
+    """Compacted files written and the OPTIMIZE commit staged, not yet published.
+
+    :meth:`commit` publishes it, checking what landed since :attr:`read_version`;
+    :meth:`abort` gives up and deletes the new files.
+    """
+
+    def __init__(
+        self, staged: StagedWrite | None, result: OptimizeResult, removed: list[str]
+    ) -> None:
+        self._staged = staged
+        self._result = result
+        self._removed = removed
+
+    @property
+    def read_version(self) -> int:
+        """The table version the optimize read and compacted."""
+        return self._result.version
+
+    @property
+    def removed_paths(self) -> list[str]:
+        """Paths (as logged) of the files the commit removes."""
+        return list(self._removed)
+
+    @property
+    def added_paths(self) -> list[str]:
+        """Paths of the new files the commit adds."""
+        return [] if self._staged is None else [a.path for a in self._staged.adds]
+
+    def commit(self) -> OptimizeResult:
+        """Commit the compaction; returns what it did.
+
+        Raises:
+            ConcurrentDeleteReadError: A concurrent commit removed a file this one rewrote;
+                the new files are deleted and nothing is committed. Run optimize again.
+            ConcurrentModificationError: Another conflict (protocol or metadata changed).
+            TransactionClosedError: Already committed or aborted.
+            StorageError: The log store failed (the new files are kept: the commit may have
+                landed).
+        """
+        if self._staged is None:
+            return self._result
+        written = self._staged.commit()
+        assert written.version is not None
+        return dataclasses.replace(self._result, version=written.version, committed=True)
+
+    def abort(self) -> None:
+        """Give up: nothing is committed and the new files are deleted."""
+        if self._staged is not None:
+            self._staged.abort()
+
+
+def optimize(
+    spark: SparkSession,
+    uri: str,
+    *,
+    where: PredicateLike | None = None,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    min_file_size: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> OptimizeResult:
+    """Compact the small files of a Delta table (delta-spark's ``OPTIMIZE``, bin-packing).
+
+    Args:
+        spark: The Spark session whose executors rewrite the files.
+        uri: The table URI (local path, ``file://``, ``s3://``, ``gs://``, ``az://``, ...).
+        where: Only these partitions: a predicate on partition columns, as SQL text
+            (``"day >= '2024-01-01'"``) or any form :func:`deltalog.predicates.as_predicate`
+            accepts (as ``replace_where`` of :func:`deltalog.spark.write`).
+        target_file_size: Largest bin, in bytes of input files, and so about the size of the
+            files written (delta-spark's ``optimize.maxFileSize``, 1 GiB by default).
+        min_file_size: Files smaller than this are compacted (delta-spark's
+            ``optimize.minFileSize``); default ``target_file_size``.
+        storage_options: Log store options, used on the driver and the executors.
+
+    Returns:
+        What was compacted, committed and skipped.
+
+    Raises:
+        TableNotFoundError: No Delta table at ``uri``.
+        InvalidPredicateError: ``where`` does not parse or names a non-partition column.
+        InvalidInputError: A size is not a positive int (nothing written).
+        UnsupportedFeatureError: The table needs a writer feature deltalog lacks (checked
+            before any file is written).
+        SparkWriteError: The Spark job failed (nothing committed).
+        ConcurrentDeleteReadError: A concurrent commit removed a file being compacted.
+        StorageError: The log store failed.
+    """
+    return stage_optimize(
+        spark,
+        uri,
+        where=where,
+        target_file_size=target_file_size,
+        min_file_size=min_file_size,
+        storage_options=storage_options,
+    ).commit()
+
+
+def stage_optimize(
+    spark: SparkSession,
+    uri: str,
+    *,
+    where: PredicateLike | None = None,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    min_file_size: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> StagedOptimize:
+    """Everything :func:`optimize` does except the commit; see there for the arguments.
+
+    The version read is pinned here; :meth:`StagedOptimize.commit` checks what landed since.
+
+    Raises:
+        Same as :func:`optimize`, but for the commit-time conflicts.
+    """
+    _check_size("target_file_size", target_file_size)
+    if min_file_size is None:
+        min_file_size = target_file_size
+    _check_size("min_file_size", min_file_size)
+    options = dict(storage_options or {})
+    table = DeltaTable(uri, storage_options=options, background_checkpoints=False)
+    snapshot = table.snapshot
+    snapshot.check_writable()
+    schema = snapshot.schema
+    partition_columns = snapshot.partition_columns
+    schema.to_arrow()  # a type the rewrite cannot read (variant) is refused here
+    files = snapshot.files_without_stats()
+    predicate_text = "[]"
+    if where is not None:
+        zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
+        predicate = in_session_time_zone(as_predicate(where), schema, zone)
+        validate(predicate, schema, partition_columns)
+        values = partition_table(files.column("partition_values"), schema, partition_columns)
+        files = files.filter(matches(predicate, values))
+        shown = where if isinstance(where, str) else str(predicate)
+        predicate_text = orjson.dumps([shown]).decode()
+    bins, skipped = _plan_bins(files, partition_columns, target_file_size, min_file_size)
+    parameters: dict[str, Any] = {
+        "predicate": predicate_text,
+        "zOrderBy": "[]",
+        "clusterBy": "[]",
+        "auto": False,
+    }
+    nothing = OptimizeResult(
+        version=snapshot.version,
+        committed=False,
+        files_added=0,
+        files_removed=0,
+        bytes_added=0,
+        bytes_removed=0,
+        partitions_optimized=0,
+        bins=0,
+        files_considered=files.num_rows,
+        skipped=tuple(skipped),
+    )
+    if not bins:
+        return StagedOptimize(None, nothing, [])
+
+    storage = table._storage
+    plan = task_plan(
+        spark,
+        table.uri,
+        _strings_for(schema, partition_columns),
+        partition_columns,
+        snapshot.configuration,
+        [f.name for f in schema.fields],
+        options,
+    )
+    # One file per bin, as delta-spark writes; the real types tell the reader what to cast to.
+    plan = dataclasses.replace(
+        plan, max_file_bytes=2 * target_file_size, table_schema=schema.to_json_string()
+    )
+    work = [
+        RewriteBin(
+            locations=tuple(storage.locate(p) for p in b.column("path").to_pylist()),
+            partition_values=_partition_items(b, partition_columns),
+        )
+        for b in bins
+    ]
+    jobs = spark.range(0, len(work), 1, len(work))
+    adds = run_tasks(
+        jobs, lambda batches: rewrite_task(plan, work, batches), table.uri, data_change=False
+    )
+    rewritten = pa.concat_tables(bins)
+    tx = table.transaction("OPTIMIZE", parameters=parameters)
+    staged = StagedWrite(storage, adds, table=table, tx=tx, removed=rewritten.num_rows)
+    try:
+        tx.track_files_read(rewritten)
+        tx.remove(rewritten, data_change=False)
+        tx.add(adds)
+        metrics = optimize_metrics([a.size for a in adds], _sizes(rewritten))
+        tx.set_metrics(metrics)
+    except BaseException:
+        staged.abort()
+        raise
+    result = dataclasses.replace(
+        nothing,
+        files_added=len(adds),
+        files_removed=rewritten.num_rows,
+        bytes_added=sum(a.size for a in adds),
+        bytes_removed=sum(_sizes(rewritten)),
+        partitions_optimized=len({b.partition_values for b in work}),
+        bins=len(work),
+        metrics=metrics,
+    )
+    return StagedOptimize(staged, result, rewritten.column("path").to_pylist())
+
+
+def optimize_metrics(added: list[int], removed: list[int]) -> dict[str, str]:
+    """``operationMetrics`` of an OPTIMIZE commit, as delta-spark records them.
+
+    The size percentiles are of the added files, taken as delta-spark's
+    ``FileSizeStatsWithHistogram`` does (the element at ``n/4``, ``n/2``, ``3n/4`` of the
+    sorted sizes).
+    """
+    sizes = sorted(added)
+    n = len(sizes)
+    return {
+        "numAddedFiles": str(n),
+        "numRemovedFiles": str(len(removed)),
+        "numAddedBytes": str(sum(sizes)),
+        "numRemovedBytes": str(sum(removed)),
+        "minFileSize": str(sizes[0] if n else 0),
+        "p25FileSize": str(sizes[n // 4] if n else 0),
+        "p50FileSize": str(sizes[n // 2] if n else 0),
+        "p75FileSize": str(sizes[n * 3 // 4] if n else 0),
+        "maxFileSize": str(sizes[-1] if n else 0),
+        "numDeletionVectorsRemoved": "0",
+    }
+
+
+def _check_size(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidInputError(f"{name} must be a positive number of bytes, not {value!r}")
+
+
+def _plan_bins(
+    files: pa.Table, partition_columns: list[str], target: int, minimum: int
+) -> tuple[list[pa.Table], list[SkippedFile]]:
+    """Group the small files of each partition into bins (as delta-spark's compaction does).
+
+    Files are sorted by size within their partition and added to the current bin until the
+    next would take it past ``target``; bins of one file are dropped.
+    """
+    small = files.filter(pc.less(files.column("size"), minimum))
+    skipped: list[SkippedFile] = []
+    dv = small.column("deletion_vector").is_valid()
+    for row in small.filter(dv).select(["path", "partition_values", "size"]).to_pylist():
+        skipped.append(_skip(row, DELETION_VECTOR_REASON))
+    small = small.filter(pc.invert(dv))
+    groups: dict[tuple[str | None, ...], list[int]] = {}
+    values = small.column("partition_values").to_pylist()
+    for i, pv in enumerate(values):
+        mapping = dict(pv or [])
+        groups.setdefault(tuple(mapping.get(c) for c in partition_columns), []).append(i)
+    sizes = small.column("size").to_pylist()
+    bins: list[pa.Table] = []
+    for indexes in groups.values():
+        for members in _pack(sorted(indexes, key=lambda i: sizes[i]), sizes, target):
+            if len(members) > 1:
+                bins.append(small.take(pa.array(members, pa.int64())))
+            else:
+                row = small.slice(members[0], 1).select(["path", "partition_values", "size"])
+                skipped.append(_skip(row.to_pylist()[0], ALONE_REASON))
+    return bins, skipped
+
+
+def _pack(indexes: Iterable[int], sizes: list[int], target: int) -> Iterator[list[int]]:
+    current: list[int] = []
+    total = 0
+    for i in indexes:
+        if current and total + sizes[i] > target:
+            yield current
+            current, total = [], 0
+        current.append(i)
+        total += sizes[i]
+    if current:
+        yield current
+
+
+def _skip(row: dict[str, Any], reason: str) -> SkippedFile:
+    return SkippedFile(row["path"], dict(row["partition_values"] or []), row["size"], reason)
+
+
+def _sizes(files: pa.Table) -> list[int]:
+    return [int(s) for s in files.column("size").to_pylist()]
+
+
+def _partition_items(
+    files: pa.Table, partition_columns: list[str]
+) -> tuple[tuple[str, str | None], ...]:
+    mapping = dict(files.column("partition_values")[0].as_py() or [])
+    return tuple((c, mapping.get(c)) for c in partition_columns)
+
+
+def _strings_for(schema: StructType, partition_columns: list[str]) -> StructType:
+    """``schema`` with the partition columns typed ``string`` (values are copied as logged)."""
+    return StructType(
+        tuple(
+            StructField(f.name, PrimitiveType("string"), True) if f.name in partition_columns else f
+            for f in schema.fields
+        )
+    )
