@@ -12,7 +12,9 @@
     │   ├── MalformedCommitError      a line is not UTF-8, not JSON, or not a valid action
     │   ├── MissingProtocolError      no protocol action at the start of the replayed history
     │   ├── MissingMetadataError      no metaData action at the start of the replayed history
-    │   └── CorruptCheckpointError    a checkpoint or _last_checkpoint cannot be used
+    │   ├── CorruptCheckpointError    a checkpoint or _last_checkpoint cannot be used
+    │   ├── MissingDataFileError      a data or deletion-vector file the log names is gone
+    │   └── DeletionVectorError       a deletion vector does not decode
     ├── UnsupportedFeatureError       the table needs a protocol feature deltalog lacks
     ├── MissingExtraError             an optional dependency is not installed; names the extra
     ├── InvalidInputError             the caller's input is refused; nothing was written
@@ -108,6 +110,14 @@ class MissingMetadataError(CorruptLogError):
 
 class CorruptCheckpointError(CorruptLogError):
     """A checkpoint or ``_last_checkpoint`` is unreadable or inconsistent."""
+
+
+class MissingDataFileError(CorruptLogError):
+    """A data file or deletion-vector file that the log references does not exist (``path``)."""
+
+
+class DeletionVectorError(CorruptLogError):
+    """A deletion vector cannot be decoded (encoding, magic number, size or checksum)."""
 
 
 class UnsupportedFeatureError(DeltaLogError):

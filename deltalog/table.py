@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -33,6 +33,7 @@ from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
 from deltalog.properties import check_properties
+from deltalog.read import read_rows
 from deltalog.replay import read_commit, replay
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
@@ -43,6 +44,9 @@ from deltalog.transaction import Transaction
 from deltalog.user_input import check_version_number, is_long
 from deltalog.vacuum import Progress, VacuumMode, VacuumResult
 from deltalog.vacuum import vacuum as run_vacuum
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
@@ -218,6 +222,38 @@ class DeltaTable:
                 without touching them (and leaves the column out).
         """
         return self._snapshot.files if with_stats else self._snapshot.files_without_stats()
+
+    def to_pyarrow_table(
+        self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None
+    ) -> pa.Table:
+        """The rows of this version, with deletion vectors applied (see :mod:`deltalog.read`).
+
+        Partition columns are typed from the Delta schema, column-mapped files are read by
+        their physical names, and rows that a deletion vector invalidates are left out.
+
+        Args:
+            columns: Only these columns, in this order (default: all, in schema order).
+            filter: Only rows matching this predicate (``col("p") == "a"``, a SQL string, ...);
+                files whose partition values cannot match are not read.
+
+        Raises:
+            InvalidPredicateError: An unknown column.
+            UnsupportedFeatureError: Something this reader cannot apply (nested column mapping).
+            StorageError: A data or deletion-vector file cannot be read.
+        """
+        return read_rows(self._storage, self._snapshot, columns=columns, filter=filter)
+
+    def to_pyarrow_dataset(
+        self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None
+    ) -> ds.Dataset:
+        """The rows of this version as an in-memory ``pyarrow.dataset.Dataset``.
+
+        The same rows as :meth:`to_pyarrow_table` (deletion vectors applied), for code that
+        wants a dataset; they are read eagerly.
+        """
+        import pyarrow.dataset as pads
+
+        return pads.dataset(self.to_pyarrow_table(columns=columns, filter=filter))
 
     def file_uris(self) -> list[str]:
         """Locations of the live data files, decoded, in the store's notation.

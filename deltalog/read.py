@@ -1,0 +1,180 @@
+"""Read a snapshot's rows into Arrow: partition values typed, column mapping, deletion vectors.
+
+Every live file of the snapshot is read through the table's log store (so every backend works),
+its columns matched to the table schema by physical name (column mapping), missing columns
+filled with nulls, partition columns added from the log's values (typed by the Delta schema),
+and the rows its deletion vector invalidates dropped. A predicate prunes files by partition
+values first, then filters rows exactly, so the result never depends on statistics.
+
+Column mapping renames are applied at every level (structs inside structs, lists and maps).
+What cannot be read correctly is refused with a named error rather than returning wrong rows
+(the variant type has no Arrow equivalent: :class:`InvalidSchemaError`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.errors import InvalidPredicateError, MissingDataFileError
+from deltalog.logstores import LogFileNotFoundError
+from deltalog.predicates import Predicate, PredicateLike, as_predicate, matches, partition_table
+from deltalog.schema import ArrayType, DataType, MapType, StructField, StructType, type_to_arrow
+from deltalog.snapshot import Snapshot
+from deltalog.storage import TableStorage, storage_errors
+
+__all__ = ["read_rows"]
+
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
+
+
+def read_rows(
+    storage: TableStorage,
+    snapshot: Snapshot,
+    *,
+    columns: Sequence[str] | None = None,
+    filter: PredicateLike | None = None,
+) -> pa.Table:
+    """The snapshot's live rows.
+
+    Args:
+        storage: Where the table is.
+        snapshot: The version to read.
+        columns: Only these columns (logical names), in this order; default all.
+        filter: Keep only rows matching this predicate (any columns of the table).
+
+    Raises:
+        InvalidPredicateError: ``columns`` or ``filter`` names a column the table lacks.
+        InvalidSchemaError: A type with no Arrow equivalent (variant).
+        MissingDataFileError: A data or deletion-vector file the log names is gone.
+        DeletionVectorError: A deletion vector does not decode.
+        StorageError: A data file cannot be read.
+    """
+    schema = snapshot.schema
+    names = [f.name for f in schema.fields]
+    wanted = list(columns) if columns is not None else names
+    predicate = as_predicate(filter) if filter is not None else None
+    needed = set(wanted) | (predicate.columns() if predicate is not None else set())
+    unknown = sorted(needed - set(names))
+    if unknown:
+        raise InvalidPredicateError(f"the table has no column(s) {unknown} (columns: {names})")
+    partition_columns = list(snapshot.metadata.partition_columns)
+    files = snapshot.files_without_stats()
+    files = _prune(files, predicate, schema, partition_columns)
+    read_names = [n for n in names if n in needed]
+    arrow = schema.to_arrow()
+    target = pa.schema([arrow.field(n).remove_metadata() for n in read_names])
+    pieces = [
+        _read_file(storage, schema, partition_columns, target, row)
+        for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
+    ]
+    table = pa.concat_tables(pieces) if pieces else target.empty_table()
+    if predicate is not None:
+        table = table.filter(matches(predicate, table))
+    return table.select(wanted)
+
+
+def _physical(field: StructField) -> str:
+    return str(field.metadata.get(PHYSICAL_NAME, field.name))
+
+
+def _prune(
+    files: pa.Table, predicate: Predicate | None, schema: StructType, partition_columns: list[str]
+) -> pa.Table:
+    """Drop files whose partition values cannot match (only for partition-only predicates)."""
+    if predicate is None or not files.num_rows or not predicate.columns() <= set(partition_columns):
+        return files
+    physical = {_physical(schema.field(c)): c for c in partition_columns}
+    values = [
+        [(physical.get(k, k), v) for k, v in (pv or [])]
+        for pv in files.column("partition_values").to_pylist()
+    ]
+    typed = partition_table(
+        pa.array(values, pa.map_(pa.string(), pa.string())), schema, partition_columns
+    )
+    return files.filter(matches(predicate, typed))
+
+
+def _read_file(
+    storage: TableStorage,
+    schema: StructType,
+    partition_columns: list[str],
+    target: pa.Schema,
+    row: dict[str, Any],
+) -> pa.Table:
+    location = storage.locate(row["path"])
+    fields = [schema.field(n) for n in target.names]
+    data_fields = [f for f in fields if f.name not in partition_columns]
+    with _reading(location), storage.store.open_input(location) as fh:
+        parquet = pq.ParquetFile(fh)
+        present = set(parquet.schema_arrow.names)
+        physical = [_physical(f) for f in data_fields if _physical(f) in present]
+        data = parquet.read(columns=physical)
+    rows = data.num_rows
+    if row["deletion_vector"] is not None:
+        deleted = read_deletion_vector(row["deletion_vector"], lambda p: _read_dv(storage, p))
+        keep = pc.invert(pc.is_in(pa.array(range(rows), pa.uint64()), value_set=deleted))
+        data = data.filter(keep)
+        rows = data.num_rows
+    values = dict(row["partition_values"] or [])
+    out: list[pa.Array] = []
+    for f in fields:
+        arrow_type = target.field(f.name).type
+        if f.name in partition_columns:
+            text = values.get(_physical(f), values.get(f.name))
+            parsed = partition_table([{f.name: text}], schema, [f.name]).column(f.name)
+            out.append(pa.repeat(parsed[0], rows).cast(arrow_type))
+        elif _physical(f) in data.column_names:
+            column = data.column(_physical(f)).combine_chunks()
+            out.append(_logical(column, f.type).cast(arrow_type))
+        else:  # a column added after this file was written
+            out.append(pa.nulls(rows, arrow_type))
+    return pa.Table.from_arrays(out, schema=target)
+
+
+def _read_dv(storage: TableStorage, path: str) -> bytes:
+    location = storage.locate(path)
+    with _reading(location):
+        return storage.store.read(location)
+
+
+@contextlib.contextmanager
+def _reading(location: str) -> Iterator[None]:
+    """Map store failures: a missing file is :class:`MissingDataFileError`."""
+    try:
+        with storage_errors(f"cannot read {location}"):
+            yield
+    except LogFileNotFoundError as exc:
+        raise MissingDataFileError(
+            f"the log names {location}, which does not exist", path=location
+        ) from exc
+
+
+def _logical(array: pa.Array, t: DataType) -> pa.Array:
+    """``array`` with the physical field names of nested structs replaced by logical ones."""
+    if isinstance(t, StructType) and pa.types.is_struct(array.type):
+        present = {array.type.field(i).name for i in range(array.type.num_fields)}
+        children = []
+        for f in t.fields:
+            name = _physical(f)
+            if name in present:
+                children.append(_logical(array.field(name), f.type))
+            else:
+                children.append(pa.nulls(len(array), type_to_arrow(f.type)))
+        return pa.StructArray.from_arrays(
+            children, names=[f.name for f in t.fields], mask=array.is_null()
+        )
+    if isinstance(t, ArrayType) and pa.types.is_list(array.type):
+        values = _logical(array.values, t.element_type)
+        return pa.ListArray.from_arrays(array.offsets, values, mask=array.is_null())
+    if isinstance(t, MapType) and pa.types.is_map(array.type):
+        keys = _logical(array.keys, t.key_type)
+        items = _logical(array.items, t.value_type)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=array.is_null())
+    return array
