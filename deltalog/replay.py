@@ -51,6 +51,7 @@ from deltalog.file_actions import (
     FileActionLog,
     Keyed,
     PendingFiles,
+    arrow_keys,
     scheme_prefix,
     snake,
 )
@@ -131,18 +132,24 @@ _ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
 
 
 def _stats_loader(
-    storage: TableStorage, paths: list[str], rows: int
+    storage: TableStorage, paths: list[str], adds: pa.Table
 ) -> Callable[[], pa.ChunkedArray]:
-    """Reads ``add.stats`` of a checkpoint, in the order the replay read its ``rows`` adds.
+    """Reads ``add.stats`` of a checkpoint, in the order the replay read its ``adds``.
 
     The column is read once and kept: every snapshot advanced from this replay shares the
     loader, and a writer asks for statistics at each checkpoint it writes.
+
+    Log cleanup may delete the checkpoint before its statistics are read (another writer
+    checkpointed past it and the retention allowed it). The statistics are then taken from the
+    current log (:func:`_rebuilt_stats`) rather than failing from then on; a failure is never
+    kept, so the next call tries again.
 
     The loader raises CorruptCheckpointError when the column cannot be read, or does not have
     one value per add the replay read.
     """
     loaded: list[pa.ChunkedArray] = []
     lock = threading.Lock()
+    rows = adds.num_rows
 
     def load() -> pa.ChunkedArray:
         with lock:
@@ -151,9 +158,12 @@ def _stats_loader(
                     with storage_errors("cannot read checkpoint statistics"):
                         data = read_checkpoint(storage.store, paths, add_fields=("stats",))
                 except CheckpointError as exc:
-                    raise CorruptCheckpointError(
-                        f"cannot read the statistics of checkpoint {paths[0]}: {exc}"
-                    ) from exc
+                    if not _gone(storage, paths):
+                        raise CorruptCheckpointError(
+                            f"cannot read the statistics of checkpoint {paths[0]}: {exc}"
+                        ) from exc
+                    loaded.append(_rebuilt_stats(storage, adds))
+                    return loaded[0]
                 chunks = [c for t in data.adds for c in t.column("stats").chunks]
                 stats = pa.chunked_array(chunks, type=pa.string())
                 if len(stats) != rows:
@@ -164,6 +174,30 @@ def _stats_loader(
             return loaded[0]
 
     return load
+
+
+def _gone(storage: TableStorage, paths: Sequence[str]) -> bool:
+    """Whether a file of a checkpoint no longer exists (log cleanup deleted it)."""
+    with storage_errors("cannot stat a checkpoint"):
+        return not all(storage.store.exists(path) for path in paths)
+
+
+def _rebuilt_stats(storage: TableStorage, adds: pa.Table) -> pa.ChunkedArray:
+    """Statistics for a deleted checkpoint's ``adds`` (in order), from the latest version.
+
+    A file keeps its statistics while it is live, so the latest snapshot has them for every
+    add that is still live; a file removed since has none left in the log (``null``, which
+    Delta allows: statistics are optional).
+
+    Raises:
+        VersionNotFoundError, StorageError: The current log cannot be replayed either.
+    """
+    latest = replay(storage, list_log(storage))
+    prefix = scheme_prefix(storage.root)
+    files = latest.files
+    at = pc.index_in(arrow_keys(adds, prefix), value_set=arrow_keys(files, prefix))
+    stats = files.column("stats").combine_chunks().take(at)
+    return pa.chunked_array([stats], type=pa.string())
 
 
 def _with_row_numbers(files: pa.Table) -> pa.Table:
@@ -189,11 +223,11 @@ def _load_checkpoint(
         ) from exc
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
-    rows = sum(t.num_rows for t in files)
+    adds = pa.concat_tables(files) if files else FILES_SCHEMA.empty_table()
     return (
-        _with_row_numbers(pa.concat_tables(files) if files else FILES_SCHEMA.empty_table()),
+        _with_row_numbers(adds),
         pa.concat_tables(tombstones) if tombstones else TOMBSTONES_SCHEMA.empty_table(),
-        _stats_loader(storage, paths, rows),
+        _stats_loader(storage, paths, adds),
     )
 
 
