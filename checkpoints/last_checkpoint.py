@@ -69,3 +69,23 @@ def parse_last_checkpoint(data: bytes) -> LastCheckpoint:
         num_of_add_files=_int_field(obj, "numOfAddFiles"),
         extra={k: v for k, v in obj.items() if k not in known},
     )
+
+
+def count_problems(hint: LastCheckpoint, *, adds: int, rows: int, v2: bool) -> list[str]:
+    """How the counts ``hint`` records disagree with the checkpoint of its version.
+
+    Args:
+        hint: ``_last_checkpoint``, naming the checkpoint compared.
+        adds: The checkpoint's ``add`` rows.
+        rows: All its rows (actions).
+        v2: Whether it is a V2 checkpoint with sidecars (``size`` then counts differently).
+
+    Returns:
+        One message per disagreement; empty when they agree.
+    """
+    problems: list[str] = []
+    if hint.num_of_add_files is not None and hint.num_of_add_files != adds:
+        problems.append(f"numOfAddFiles is {hint.num_of_add_files}, the checkpoint has {adds}")
+    if not v2 and hint.size is not None and hint.size != rows:
+        problems.append(f"size is {hint.size}, the checkpoint has {rows} actions")
+    return problems

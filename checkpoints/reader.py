@@ -37,6 +37,21 @@ class CheckpointData:
     adds: list[pa.Table] = field(default_factory=list)
     removes: list[pa.Table] = field(default_factory=list)
 
+    @property
+    def num_adds(self) -> int:
+        """Number of ``add`` rows."""
+        return sum(t.num_rows for t in self.adds)
+
+    @property
+    def num_rows(self) -> int:
+        """Number of actions (rows), as ``_last_checkpoint``'s ``size`` counts them."""
+        return len(self.actions) + self.num_adds + sum(t.num_rows for t in self.removes)
+
+    @property
+    def has_sidecars(self) -> bool:
+        """Whether this is a V2 checkpoint with sidecars (whose counts cover the sidecars)."""
+        return any(name == "sidecar" for name, _ in self.actions)
+
 
 def _conform_struct(arr: pa.Array | pa.ChunkedArray, target: pa.StructType) -> pa.StructArray:
     """Rebuild a struct array with exactly ``target``'s children (missing ones null)."""

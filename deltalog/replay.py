@@ -32,6 +32,7 @@ from deltalog.actions import (
     parse_actions,
 )
 from deltalog.checkpoints.errors import CheckpointError
+from deltalog.checkpoints.last_checkpoint import count_problems
 from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.commit_parser import parse_commits
 from deltalog.errors import (
@@ -215,12 +216,23 @@ def _load_checkpoint(
         data = read_checkpoint(
             storage.store, paths, add_fields=_ADD_FIELDS_NO_STATS, remove_fields=TOMBSTONE_FIELDS
         )
+    version = segment.checkpoint.version
     try:
         state.apply(parse_action({name: body}) for name, body in data.actions)
     except MalformedCommitError as exc:
+        raise CorruptCheckpointError(f"checkpoint {version}: {exc}", version=version) from exc
+    problems = [] if state.protocol and state.metadata else ["it has no protocol or no metaData"]
+    if segment.hint is not None:
+        problems += [
+            f"_last_checkpoint's {problem}"
+            for problem in count_problems(
+                segment.hint, adds=data.num_adds, rows=data.num_rows, v2=data.has_sidecars
+            )
+        ]
+    if problems:  # the caller falls back to an older checkpoint or to the commits
         raise CorruptCheckpointError(
-            f"checkpoint {segment.checkpoint.version}: {exc}", version=segment.checkpoint.version
-        ) from exc
+            f"checkpoint {version} cannot be used: {'; '.join(problems)}", version=version
+        )
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
     adds = pa.concat_tables(files) if files else FILES_SCHEMA.empty_table()

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from deltalog.checkpoints.errors import CheckpointFormatError
-from deltalog.checkpoints.last_checkpoint import parse_last_checkpoint
+from deltalog.checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from deltalog.errors import TableNotFoundError, VersionGapError, VersionNotFoundError
 from deltalog.logstores import FileStatus
 from deltalog.paths import commit_name, parse_log_name
@@ -31,17 +31,32 @@ class LogListing:
         checkpoints: Complete checkpoints by version, best first within a version.
         complete: Whether the listing started at the beginning of the log (``False`` when it
             started at ``_last_checkpoint``'s version).
+        hint: ``_last_checkpoint`` as read before listing, when it parsed.
     """
 
     commits: dict[int, FileStatus]
     checkpoints: dict[int, list[Checkpoint]]
     complete: bool = True
+    hint: LastCheckpoint | None = None
 
     @property
     def latest_version(self) -> int | None:
         """Newest version the listing can reach, or ``None`` when it holds no table."""
         versions = list(self.commits) + list(self.checkpoints)
         return max(versions) if versions else None
+
+    def stranded(self, version: int) -> bool:
+        """Whether the checkpoint at ``version`` lies below a log cleanup boundary.
+
+        Such a checkpoint (typically a background checkpoint that finished after another
+        writer's log cleanup) has neither its own commit nor the next one around it, while a
+        newer checkpoint exists: the versions after it were cleaned up, they are not a gap.
+        """
+        return (
+            version not in self.commits
+            and version + 1 not in self.commits
+            and any(v > version for v in self.checkpoints)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +69,8 @@ class LogSegment:
     #: The commit file of ``version`` itself when the listing has it (its time is the
     #: version's time, also when ``version`` is rebuilt from a checkpoint alone).
     version_commit: FileStatus | None = None
+    #: ``_last_checkpoint`` when it names ``checkpoint``'s version (its counts are checked).
+    hint: LastCheckpoint | None = None
 
     @property
     def start_version(self) -> int:
@@ -124,22 +141,21 @@ def list_log(storage: TableStorage, *, use_hint: bool = True) -> LogListing:
     Raises:
         TableNotFoundError: No ``_delta_log`` or nothing in it.
     """
-    if use_hint:
-        raw = storage.read_last_checkpoint()
-        hint = None
-        if raw is not None:
-            try:
-                hint = parse_last_checkpoint(raw).version
-            except CheckpointFormatError:
-                hint = None
-        if hint is not None:
-            listing = classify(list_entries(storage, commit_name(hint)[:20]))
-            if hint in listing.checkpoints:
-                return LogListing(listing.commits, listing.checkpoints, complete=False)
+    raw = storage.read_last_checkpoint()
+    hint = None
+    if raw is not None:
+        try:
+            hint = parse_last_checkpoint(raw)
+        except CheckpointFormatError:
+            hint = None
+    if use_hint and hint is not None:
+        listing = classify(list_entries(storage, commit_name(hint.version)[:20]))
+        if hint.version in listing.checkpoints:
+            return LogListing(listing.commits, listing.checkpoints, complete=False, hint=hint)
     listing = classify(list_entries(storage))
     if listing.latest_version is None:
         raise TableNotFoundError(f"no Delta table at {storage.uri}: {storage.log_path} is empty")
-    return listing
+    return LogListing(listing.commits, listing.checkpoints, hint=hint)
 
 
 def build_segment(
@@ -171,7 +187,8 @@ def build_segment(
     missing = [v for v in needed if v not in listing.commits]
     if missing:
         present = [v for v in needed if v in listing.commits]
-        if checkpoint is None and (not present or missing[-1] < present[0]):
+        cleaned = checkpoint is not None and listing.stranded(checkpoint.version)
+        if cleaned or (checkpoint is None and (not present or missing[-1] < present[0])):
             raise VersionNotFoundError(
                 f"version {target} cannot be rebuilt: commits before {missing[-1] + 1} are gone "
                 "and no checkpoint covers them",
@@ -182,7 +199,10 @@ def build_segment(
             version=missing[0],
         )
     commits = tuple(listing.commits[v] for v in needed)
-    return LogSegment(target, checkpoint, commits, listing.commits.get(target))
+    hint = listing.hint
+    if checkpoint is None or hint is None or hint.version != checkpoint.version:
+        hint = None
+    return LogSegment(target, checkpoint, commits, listing.commits.get(target), hint)
 
 
 def commit_times(listing: LogListing) -> dict[int, int]:

@@ -522,24 +522,28 @@ GOLDEN: dict[str, dict[str, object]] = {
         ),
     },
     "deltalog-state-reconstruction-from-checkpoint-missing-metadata": {
-        "expect": "error",
-        "error_kind": "missing_metadata",
+        "expect": "ok",
+        "version": 10,
+        "num_files": 11,
+        "delta_rs": "fails: 'No table metadata found in delta log' (trusts the checkpoint)",
         "why": (
             "Kernel LogReplaySuite 'missing metadata should fail missing from checkpoint': the "
-            "v10 checkpoint was rewritten without metaData and nothing after it has one ('No "
-            "metadata found'). Replaying JSON from v0 would wrongly find one: the checkpoint must"
-            " win."
+            "v10 checkpoint was rewritten without metaData and nothing after it has one. Kernel "
+            "and delta-rs fail; deltalog (issue 15 item 12) does not use a checkpoint without "
+            "its protocol or metaData row while every JSON commit is present, and replays "
+            "versions 0-10 from JSON (commits are the log's truth, checkpoints derived)."
         ),
     },
     "deltalog-state-reconstruction-from-checkpoint-missing-protocol": {
-        "expect": "error",
-        "error_kind": "missing_protocol",
+        "expect": "ok",
+        "version": 10,
+        "num_files": 11,
         "delta_rs": "fails, but on the null schemaString before reaching the protocol check",
         "why": (
             "v10 checkpoint rewritten without protocol (kernel test commented out because "
             "generation left a null schemaString; Spark DSv2 test expects "
-            "DELTA_STATE_RECOVER_ERROR; delta-kernel-rs negative test). Replaying JSON from v0 "
-            "would wrongly find a protocol."
+            "DELTA_STATE_RECOVER_ERROR; delta-kernel-rs negative test). deltalog (issue 15 item "
+            "12) falls back to the JSON commits, all present, instead of failing."
         ),
     },
     "deltalog-state-reconstruction-without-metadata": {

@@ -260,7 +260,8 @@ def test_checkpoint_replay_equals_json_replay(name: str) -> None:
     ):
         pytest.skip("JSON commits from version 0 are not all present")
     json_only = replay(storage, type(listing)(listing.commits, {}))
-    assert with_cp.checkpoint_version is not None
+    # A checkpoint without its protocol or metaData row is not used (issue 15 item 12).
+    assert with_cp.checkpoint_version is not None or "checkpoint-missing" in name
     assert json_only.version == with_cp.version
     assert sorted(json_only.files.column("path").to_pylist()) == sorted(
         with_cp.files.column("path").to_pylist()

@@ -14,7 +14,11 @@ from deltalog.checkpoints.errors import (
     CheckpointFormatError,
     IncompleteCheckpointError,
 )
-from deltalog.checkpoints.last_checkpoint import LastCheckpoint, parse_last_checkpoint
+from deltalog.checkpoints.last_checkpoint import (
+    LastCheckpoint,
+    count_problems,
+    parse_last_checkpoint,
+)
 from deltalog.checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import canonical_path, file_key
@@ -177,22 +181,15 @@ class _Counts:
 
     @classmethod
     def of(cls, data: CheckpointData) -> _Counts:
-        adds = sum(t.num_rows for t in data.adds)
-        rows = len(data.actions) + adds + sum(t.num_rows for t in data.removes)
-        v2 = any(name == "sidecar" for name, _ in data.actions)  # counts cover sidecars too
-        return cls(adds, rows, v2)
+        return cls(data.num_adds, data.num_rows, data.has_sidecars)
 
 
 def _hint_problems(hint: LastCheckpoint, files: tuple[FileStatus, ...], c: _Counts) -> list[str]:
     """How ``_last_checkpoint`` disagrees with one checkpoint's files and content."""
     on_disk = sum(f.size for f in files)
-    problems: list[str] = []
-    if hint.num_of_add_files is not None and hint.num_of_add_files != c.adds:
-        problems.append(f"numOfAddFiles is {hint.num_of_add_files}, the checkpoint has {c.adds}")
+    problems = count_problems(hint, adds=c.adds, rows=c.rows, v2=c.v2)
     if hint.parts is not None and hint.parts != len(files):
         problems.append(f"parts is {hint.parts}, the checkpoint has {len(files)}")
-    if not c.v2 and hint.size is not None and hint.size != c.rows:
-        problems.append(f"size is {hint.size}, the checkpoint has {c.rows} actions")
     if not c.v2 and hint.size_in_bytes is not None and hint.size_in_bytes != on_disk:
         problems.append(f"sizeInBytes is {hint.size_in_bytes}, the files hold {on_disk}")
     return problems

@@ -59,7 +59,8 @@ class _Walk:
         if latest is None:
             raise TableNotFoundError(f"no Delta table at {self.storage.uri}: the log is empty")
         self._incomplete_checkpoints(entries)
-        self._gaps(set(listing.commits), sorted(listing.checkpoints))
+        retained = sorted(v for v in listing.checkpoints if not listing.stranded(v))
+        self._gaps(set(listing.commits), retained or sorted(listing.checkpoints))
         state = self._replay(listing.commits, listing.checkpoints)
         self.checkpoints.last_checkpoint(listing.checkpoints, latest)
         if data_files and state is not None:
@@ -88,6 +89,7 @@ class _Walk:
                 )
 
     def _gaps(self, commits: set[int], checkpoints: list[int]) -> None:
+        """Report missing versions after the oldest checkpoint not stranded by log cleanup."""
         start = checkpoints[0] + 1 if checkpoints else 0
         # Only the versions present are walked: a bogus name such as 99999999999999999999.json
         # makes one huge gap, not a loop over every version in between.
