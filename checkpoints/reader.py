@@ -40,12 +40,12 @@ class CheckpointData:
     @property
     def num_adds(self) -> int:
         """Number of ``add`` rows."""
-        return sum(t.num_rows for t in self.adds)
+        return sum(int(t.num_rows) for t in self.adds)
 
     @property
     def num_rows(self) -> int:
         """Number of actions (rows), as ``_last_checkpoint``'s ``size`` counts them."""
-        return len(self.actions) + self.num_adds + sum(t.num_rows for t in self.removes)
+        return len(self.actions) + self.num_adds + sum(int(t.num_rows) for t in self.removes)
 
     @property
     def has_sidecars(self) -> bool:
