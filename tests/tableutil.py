@@ -27,3 +27,58 @@ def write_commit(root: str | Path, version: int, lines: list[bytes]) -> None:
     log = Path(root) / "_delta_log"
     log.mkdir(parents=True, exist_ok=True)
     (log / f"{version:020d}.json").write_bytes(b"\n".join(lines) + b"\n")
+
+
+def write_append_log(root: str | Path, commits: int, *, interval: int = 10) -> None:
+    """Write a table of ``commits`` one-file appends with a checkpoint every ``interval``.
+
+    The commit JSON is written directly and the checkpoints from a snapshot advanced in
+    memory (no data files, no replay per commit), so a 20,000-commit log takes seconds. The
+    table is partitioned by ``p`` and every add carries statistics.
+    """
+    import orjson
+
+    from deltalog.actions import parse_actions
+    from deltalog.checkpointing import write_snapshot_checkpoint
+    from deltalog.replay import advance, replay
+    from deltalog.segment import list_log
+    from deltalog.storage import TableStorage
+
+    fields = [
+        {"name": n, "type": t, "nullable": True, "metadata": {}}
+        for n, t in (("id", "long"), ("p", "string"))
+    ]
+    t0 = 1_700_000_000_000
+    first = [
+        {"commitInfo": {"timestamp": t0, "operation": "CREATE TABLE"}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {
+            "metaData": {
+                "id": "append-log",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": orjson.dumps({"type": "struct", "fields": fields}).decode(),
+                "partitionColumns": ["p"],
+                "configuration": {"delta.checkpointInterval": str(interval)},
+                "createdTime": t0,
+            }
+        },
+    ]
+    write_commit(root, 0, [orjson.dumps(a) for a in first])
+    storage = TableStorage.open(str(root))
+    snapshot = replay(storage, list_log(storage))
+    for v in range(1, commits + 1):
+        stats = {"numRecords": 1, "minValues": {"id": v}, "maxValues": {"id": v}}
+        add = {
+            "path": f"p={v % 7}/part-{v:06d}.parquet",
+            "partitionValues": {"p": str(v % 7)},
+            "size": 100 + v,
+            "modificationTime": t0 + v,
+            "dataChange": True,
+            "stats": orjson.dumps(stats | {"nullCount": {"id": 0}}).decode(),
+        }
+        lines = [orjson.dumps({"commitInfo": {"timestamp": t0 + v}}), orjson.dumps({"add": add})]
+        write_commit(root, v, lines)
+        data = b"\n".join(lines) + b"\n"
+        snapshot = advance(snapshot, [(v, parse_actions(data, version=v, path=""), t0 + v)])
+        if v % interval == 0:
+            write_snapshot_checkpoint(storage, snapshot)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from servers.fixtures import CloudTable
-from tableutil import log_names, write_commit, write_parquet
+from tableutil import log_names, write_append_log, write_commit, write_parquet
 
 from deltalog import DeltaTable, check_table
 from deltalog.check import CODES, CheckReport, Finding, check_storage
@@ -966,3 +966,36 @@ def test_golden_tables_known_invalid_are_flagged(name: str, code: str) -> None:
     report = check_table(str(_golden(name)))
     assert code in report.codes(), report.findings
     assert _cli("check", str(GOLDEN_DIR / name), "--fail-on", "warning")[0] == 3
+
+
+# ------------------------------------------------------------------ linear in history
+
+
+def test_check_looks_at_each_checkpoint_row_once(tmp_path: Path) -> None:
+    """Checkpoint rows that repeat replay's files exactly are not checked again, one by one.
+
+    Before, every row of every checkpoint was (sum of checkpoint sizes: quadratic in the
+    history). Now only rows that are not known to agree with replay are: none on a healthy log,
+    the first retained checkpoint's rows after log cleanup, and a damaged checkpoint's rows.
+    Timings are in benchmarks/bench_check.py.
+    """
+    write_append_log(tmp_path, 300)
+    report = check_table(str(tmp_path), data_files=False)
+    assert report.ok, report.findings
+    assert report.checked["checkpoints"] == 30
+    assert report.checked["checkpoint_rows_checked"] == 0
+
+    log = tmp_path / "_delta_log"
+    for v in range(100):  # what log cleanup leaves: history from checkpoint 100 on
+        (log / f"{v:020d}.json").unlink()
+        (log / f"{v:020d}.checkpoint.parquet").unlink(missing_ok=True)
+    report = check_table(str(tmp_path), data_files=False)
+    assert report.ok, report.findings
+    assert report.checked["checkpoint_rows_checked"] == 100  # checkpoint 100, where replay starts
+
+    damaged = log / f"{200:020d}.checkpoint.parquet"
+    rows = pq.read_table(damaged)
+    pq.write_table(rows.slice(0, rows.num_rows - 1), damaged)  # one add row lost
+    report = check_table(str(tmp_path), data_files=False)
+    assert {f.code for f in report.findings} >= {"checkpoint-mismatch"}
+    assert report.checked["checkpoint_rows_checked"] == 100 + 199

@@ -15,7 +15,7 @@ from deltalog.actions import (
     Txn,
 )
 from deltalog.check.findings import Findings
-from deltalog.check.state import Layout, Layouts, LiveFile, TableState
+from deltalog.check.state import Layout, Layouts, LiveFile, TableState, fingerprint
 from deltalog.check.stats import stats_problems
 from deltalog.errors import InvalidPathError, PartitionValueError, UnsupportedFeatureError
 from deltalog.features import DELTA_WRITER_FEATURES, check_readable
@@ -169,7 +169,9 @@ class ActionChecks:
         layout = self.layouts.of(state.metadata, version, path) if state.metadata else None
         for action in actions:
             if isinstance(action, RemoveFile):
-                if state.files.pop(file_key(action.path, action.dv_id, self.prefix), None) is None:
+                key = file_key(action.path, action.dv_id, self.prefix)
+                state.fingerprints.pop(key, None)
+                if state.files.pop(key, None) is None:
                     self.findings.report(
                         "remove-of-missing-file",
                         f"commit {version} removes {action.path!r}, which is not live",
@@ -183,3 +185,6 @@ class ActionChecks:
                 values = tuple(sorted(action.partition_values.items()))
                 key = file_key(action.path, action.dv_id, self.prefix)
                 state.files[key] = LiveFile(action.path, action.size, values, version)
+                state.fingerprints[key] = fingerprint(
+                    key, action.size, action.partition_values, action.stats
+                )

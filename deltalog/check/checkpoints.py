@@ -6,9 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from deltalog.actions import DeletionVector, DomainMetadata, Metadata, Protocol, Txn, parse_action
 from deltalog.check.actions import ActionChecks
-from deltalog.check.state import Layout, LiveFile, TableState
+from deltalog.check.state import NULL, Layout, LiveFile, TableState, fingerprint
 from deltalog.checkpoints.errors import (
     CheckpointError,
     CheckpointFormatError,
@@ -21,7 +24,7 @@ from deltalog.checkpoints.last_checkpoint import (
 )
 from deltalog.checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.errors import MalformedCommitError
-from deltalog.file_actions import canonical_path, file_key
+from deltalog.file_actions import arrow_keys, canonical_paths, file_key
 from deltalog.logstores import FileStatus
 from deltalog.paths import LAST_CHECKPOINT, commit_name
 from deltalog.segment import Checkpoint, classify
@@ -45,9 +48,20 @@ class CheckpointChecks:
         self.findings = checks.findings
         # What _last_checkpoint is compared with, by the first file of each readable checkpoint.
         self._counts: dict[str, _Counts] = {}
+        #: Add rows checked one by one (those not known to agree with replay).
+        self.rows_checked = 0
 
-    def load(self, checkpoint: Checkpoint) -> TableState | None:
-        """The state checkpoint holds; ``None`` (reported) when it cannot be read."""
+    def load(self, checkpoint: Checkpoint, replayed: TableState | None = None) -> Loaded | None:
+        """The state checkpoint holds; ``None`` (reported) when it cannot be read.
+
+        Args:
+            checkpoint: The checkpoint.
+            replayed: The state replay of the commits gives at its version, if known. When the
+                checkpoint's add rows are exactly that state's files (fingerprints compared in
+                Arrow), its rows are not checked again one by one: each file was checked when
+                its commit was. Rows are checked one by one only otherwise, so the rows checked
+                over a whole log grow with its commits, not with the sum of checkpoint sizes.
+        """
         version = checkpoint.version
         where = checkpoint.files[0].path
         try:
@@ -85,16 +99,20 @@ class CheckpointChecks:
                 state.txns[action.app_id] = action.version
             elif isinstance(action, DomainMetadata) and not action.removed:
                 state.domains[action.domain] = action.configuration
-        layout = self.checks.layouts.of(metadatas[0], version, where)
-        for table in data.adds:
-            for row in table.to_pylist():
-                self._add(state, row, layout, version, where)
         prefix = self.checks.prefix
         for table in data.removes:
-            for removed in table.column("path").to_pylist():
-                if isinstance(removed, str):
-                    state.removed.add(canonical_path(removed, prefix))
-        return state
+            paths = canonical_paths(table.column("path").drop_null(), prefix)
+            state.removed.update(paths.to_pylist())
+        if replayed is not None and _same_files(data.adds, replayed, prefix):
+            state.files = dict(replayed.files)
+            state.fingerprints = dict(replayed.fingerprints)
+            return Loaded(state, same_files=True)
+        layout = self.checks.layouts.of(metadatas[0], version, where)
+        for table in data.adds:
+            self.rows_checked += table.num_rows
+            for row in table.to_pylist():
+                self._add(state, row, layout, version, where)
+        return Loaded(state, same_files=False)
 
     def _written_since(self, version: int) -> bool:
         """Whether a listing now shows a complete checkpoint of ``version``."""
@@ -130,6 +148,7 @@ class CheckpointChecks:
                 "duplicate-add", f"checkpoint {version} adds {path!r} twice", version, where
             )
         state.files[key] = LiveFile(path, size, tuple(sorted(values.items())), version)
+        state.fingerprints[key] = fingerprint(key, size, values, row["stats"])
 
     def last_checkpoint(self, checkpoints: Mapping[int, list[Checkpoint]], latest: int) -> None:
         """``_last_checkpoint`` parses, names a complete checkpoint, and agrees with it."""
@@ -169,6 +188,52 @@ class CheckpointChecks:
                 report(
                     "last-checkpoint-mismatch", f"_last_checkpoint: {problem}", hint.version, path
                 )
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A checkpoint's state, and whether its files are known to be replay's exactly."""
+
+    state: TableState
+    same_files: bool
+
+
+def _same_files(adds: list[pa.Table], replayed: TableState, prefix: str) -> bool:
+    """Whether the add rows are exactly ``replayed``'s files (key, size, values, stats)."""
+    rows = sum(t.num_rows for t in adds)
+    if rows != len(replayed.fingerprints):
+        return False
+    if not rows:
+        return True
+    ours = pa.array(list(replayed.fingerprints.values()), type=pa.string())
+    theirs = pa.chunked_array(
+        [arrow_fingerprints(t, prefix) for t in adds if t.num_rows], type=pa.string()
+    )
+    return bool(
+        pc.all(pc.is_in(theirs, value_set=ours)).as_py()
+        and pc.count_distinct(theirs).as_py() == rows
+    )
+
+
+def arrow_fingerprints(adds: pa.Table, prefix: str) -> pa.Array:
+    """:func:`~deltalog.check.state.fingerprint` of each add row of a checkpoint, in Arrow.
+
+    ``adds`` must have rows (its columns are combined into one chunk each).
+    """
+    adds = adds.combine_chunks()
+    keys = arrow_keys(
+        pa.table({"path": adds.column("path"), "deletion_vector": adds.column("deletionVector")}),
+        prefix,
+    )
+    values = adds.column("partitionValues").chunk(0)
+    # keys/items are the whole child arrays and offsets absolute, also for a slice.
+    pairs = pc.binary_join_element_wise(values.keys, pc.fill_null(values.items, NULL), "\x03")
+    offsets = values.offsets
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, pairs), "\x04")
+    size = pc.cast(adds.column("size").chunk(0), pa.string())
+    stats = pc.fill_null(adds.column("stats").chunk(0), NULL)
+    fingerprints: pa.Array = pc.binary_join_element_wise(keys, size, joined, stats, "\x01")
+    return fingerprints
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,7 @@ class _Walk:
         self.files.log_leftovers()
         if state is not None:
             self.checked["live_files"] = len(state.files)
+        self.checked["checkpoint_rows_checked"] = self.checkpoints.rows_checked
         return CheckReport(self.storage.uri, latest, self.findings.ordered(), self.checked)
 
     def _incomplete_checkpoints(self, entries: Iterable[FileStatus]) -> None:
@@ -131,15 +132,17 @@ class _Walk:
                         self._first_commit(state, status.path)
             loaded_any = False
             for checkpoint in checkpoints.get(version, []):
-                loaded = self.checkpoints.load(checkpoint)
+                loaded = self.checkpoints.load(checkpoint, state)
                 if loaded is None:
                     continue
                 loaded_any = True
                 self.checked["checkpoints"] += 1
                 if state is None:
-                    state = loaded
+                    state = loaded.state
                 else:
-                    compare_checkpoint(version, state, loaded, self.findings)
+                    compare_checkpoint(
+                        version, state, loaded.state, self.findings, same_files=loaded.same_files
+                    )
             if status is None and not loaded_any:
                 state = None  # neither the commit nor a checkpoint gives this version
         return state
