@@ -65,9 +65,7 @@ def fingerprint(
     The same as :func:`deltalog.check.checkpoints.arrow_fingerprints` computes for a
     checkpoint's rows: key, size, partition values in their order, and statistics.
     """
-    values = "\x04".join(
-        f"{k}\x03{NULL if v is None else v}" for k, v in partition_values.items()
-    )
+    values = "\x04".join(f"{k}\x03{NULL if v is None else v}" for k, v in partition_values.items())
     return f"{key}\x01{size}\x01{values}\x01{NULL if stats is None else stats}"
 
 
