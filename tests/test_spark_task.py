@@ -127,3 +127,39 @@ def test_codec_names_the_file_like_spark(tmp_path: Path, codec: str) -> None:
     assert meta.row_group(0).column(0).compression.lower() == (
         "uncompressed" if codec == "uncompressed" else codec
     )
+
+
+def test_a_constraint_violation_is_a_result_row_not_an_exception(tmp_path: Path) -> None:
+    """The task returns the violation (and the files it wrote, for the driver to delete).
+
+    An exception raised inside ``mapInArrow`` reaches the driver through the Python worker's
+    socket, which a busy executor may close first ("Socket closed"); a result row cannot race.
+    """
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table_schema = orjson.dumps(
+        {
+            "type": "struct",
+            "fields": [
+                {"name": "id", "type": "long", "nullable": False, "metadata": {}},
+                {
+                    "name": "v",
+                    "type": "string",
+                    "nullable": True,
+                    "metadata": {"__CHAR_VARCHAR_TYPE_STRING": "varchar(3)"},
+                },
+            ],
+        }
+    ).decode()
+    plan = plan_for(tmp_path, schema, [], table_schema=table_schema)
+    good = pa.record_batch([pa.array([1, 2]), pa.array(["a", "abc"])], schema=schema)
+    too_long = pa.record_batch([pa.array([3]), pa.array(["abcd"])], schema=schema)
+    after = pa.record_batch([pa.array([None], pa.int64()), pa.array(["x"])], schema=schema)
+
+    rows = run(plan, [good, too_long, after])  # the first violation is the one reported
+    *files, last = rows
+    assert last["path"] is None and "'v' is varchar(3)" in str(last["violation"])
+    assert [f["violation"] for f in files] == [None]
+    assert pq.read_table(tmp_path / decode_path(str(files[0]["path"]))).num_rows == 2
+
+    (only,) = run(plan, [after])
+    assert "NOT NULL constraint violated for column 'id'" in str(only["violation"])

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.errors import SchemaMismatchError
+from deltalog.errors import ConstraintViolationError, SchemaMismatchError
 from deltalog.logstores import LogStore, open_store
 from deltalog.partitions import hive_partition_dir, serialize_partition_value
 from deltalog.paths import encode_path
@@ -34,10 +34,11 @@ from deltalog.schema import StructType
 from deltalog.spark.constraints import enforce, has_constraints
 from deltalog.stats import FooterInfo, compute_stats
 
-#: Spark DDL of the rows a task returns, one per data file.
+#: Spark DDL of the rows a task returns: one per data file, and one with ``violation`` set
+#: (every other column null) when a row broke a constraint.
 RESULT_DDL = (
     "path string, partition_values string, size long, modification_time long, "
-    "stats string, num_records long"
+    "stats string, num_records long, violation string"
 )
 RESULT_SCHEMA = pa.schema(
     [
@@ -47,6 +48,7 @@ RESULT_SCHEMA = pa.schema(
         ("modification_time", pa.int64()),
         ("stats", pa.string()),
         ("num_records", pa.int64()),
+        ("violation", pa.string()),
     ]
 )
 #: Spark's codec names mapped to pyarrow's, and the infix Spark puts in file names.
@@ -104,47 +106,78 @@ class TaskPlan:
 def write_task(plan: TaskPlan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Write one task's rows as data files; yield one batch describing them.
 
+    A row that breaks a NOT NULL or CHAR/VARCHAR constraint does not fail the task: the task
+    stops writing, finishes the files it has open, and returns them with one more row whose
+    ``violation`` names the broken constraint. The driver then deletes the files and raises
+    ``ConstraintViolationError``. An exception raised inside ``mapInArrow`` reaches the driver
+    only through the Python worker's socket, which a busy executor can close first ("Socket
+    closed", seen as a plain job failure); a result row always arrives.
+
     Raises:
-        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
         PartitionValueError: A partition value cannot be serialised (non-UTF-8 binary).
         logstores.LogStoreError: Writing a file failed.
     """
-    task_id, attempt = _task_identity()
+    files = _TaskFiles(plan)
     table_schema = StructType.from_json_string(plan.table_schema)
     checked = has_constraints(table_schema)
     partition_schema = StructType.from_json_string(plan.partition_schema)
     columns = [f.name for f in partition_schema.fields]
-    store, root = open_store(plan.uri, plan.storage_options or None)
-    open_files: dict[tuple[str | None, ...], _DataFile] = {}
-    done: list[dict[str, Any]] = []
-    prefix = f"part-{task_id:05d}-{uuid.uuid4()}-a{attempt}"
-    counter = 0
+    violation = None
     for batch in batches:
         if batch.num_rows == 0:
             continue
         if checked:
-            batch = enforce(batch, table_schema)
+            try:
+                batch = enforce(batch, table_schema)
+            except ConstraintViolationError as exc:
+                violation = str(exc)
+                break
         for key, rows in _split(_utc(batch), columns, partition_schema):
-            data = rows.select(list(plan.data_columns))
-            start = 0
-            while start < data.num_rows:
-                current = open_files.get(key)
-                if current is None:
-                    if len(open_files) >= plan.max_open_files:  # finish the oldest
-                        oldest = next(iter(open_files))
-                        done.append(open_files.pop(oldest).close())
-                    current = _DataFile(store, root, plan, columns, key, f"{prefix}.c{counter:03d}")
-                    counter += 1
-                    open_files[key] = current
-                take = current.room(data.num_rows - start)
-                current.write(data.slice(start, take))
-                start += take
-                if current.full():
-                    done.append(current.close())
-                    del open_files[key]
-    for current in open_files.values():
-        done.append(current.close())
+            files.write(columns, key, rows.select(list(plan.data_columns)))
+    done = files.close()
+    if violation is not None:
+        done.append({"violation": violation})
     yield pa.RecordBatch.from_pylist(done, schema=RESULT_SCHEMA)
+
+
+class _TaskFiles:
+    """The data files one task writes: at most ``max_open_files`` open, one per partition."""
+
+    def __init__(self, plan: TaskPlan) -> None:
+        task_id, attempt = _task_identity()
+        self.plan = plan
+        self.store, self.root = open_store(plan.uri, plan.storage_options or None)
+        self.open: dict[tuple[str | None, ...], _DataFile] = {}
+        self.done: list[dict[str, Any]] = []
+        self.prefix = f"part-{task_id:05d}-{uuid.uuid4()}-a{attempt}"
+        self.counter = 0
+
+    def write(self, columns: list[str], key: tuple[str | None, ...], data: pa.RecordBatch) -> None:
+        """Append one partition's rows, starting new files as files fill up."""
+        start = 0
+        while start < data.num_rows:
+            current = self.open.get(key)
+            if current is None:
+                if len(self.open) >= self.plan.max_open_files:  # finish the oldest
+                    oldest = next(iter(self.open))
+                    self.done.append(self.open.pop(oldest).close())
+                stem = f"{self.prefix}.c{self.counter:03d}"
+                current = _DataFile(self.store, self.root, self.plan, columns, key, stem)
+                self.counter += 1
+                self.open[key] = current
+            take = current.room(data.num_rows - start)
+            current.write(data.slice(start, take))
+            start += take
+            if current.full():
+                self.done.append(current.close())
+                del self.open[key]
+
+    def close(self) -> list[dict[str, Any]]:
+        """Finish the open files; a result row per file written."""
+        for current in self.open.values():
+            self.done.append(current.close())
+        self.open = {}
+        return self.done
 
 
 def _task_identity() -> tuple[int, int]:

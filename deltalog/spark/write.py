@@ -571,12 +571,6 @@ def run_tasks(
         rows = df.mapInArrow(task, RESULT_DDL).collect()
     except Exception as exc:
         text = str(exc)
-        marker = f"{ConstraintViolationError.__name__}: "
-        if marker in text:
-            reason = text.split(marker, 1)[1].splitlines()[0]
-            raise ConstraintViolationError(
-                f"{reason} (writing to {uri}; nothing was committed)"
-            ) from exc
         if _WORKER_IMPORT_FAILURE in text:
             raise SparkWriteError(
                 f"Spark's Python workers cannot import deltalog, so the job writing to {uri} "
@@ -586,7 +580,7 @@ def run_tasks(
                 "deltalog wheel"
             ) from exc
         raise SparkWriteError(f"the Spark job writing to {uri} failed: {exc}") from exc
-    return [
+    adds = [
         AddFile(
             path=row["path"],
             partition_values=orjson.loads(row["partition_values"]),
@@ -596,7 +590,18 @@ def run_tasks(
             stats=row["stats"],
         )
         for row in rows
+        if row["violation"] is None
     ]
+    violations = [row["violation"] for row in rows if row["violation"] is not None]
+    if violations:
+        storage = TableStorage.open(uri, options)
+        for add in adds:  # best effort: an orphan file is harmless (VACUUM deletes it)
+            with contextlib.suppress(Exception):
+                storage.store.delete(storage.data_file(decode_path(add.path)))
+        raise ConstraintViolationError(
+            f"{violations[0]} (writing to {uri}; nothing was committed)"
+        )
+    return adds
 
 
 def _written_partitions(adds: list[AddFile], partition_columns: list[str]) -> Predicate:
