@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from deltalog import __version__
-from deltalog.actions import CommitInfo
+from deltalog.actions import AddFile, CommitInfo, Txn
 from deltalog.config import log_retention_ms
 from deltalog.errors import InvalidInputError, SnapshotExpiredError, StorageError
 from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
@@ -76,6 +78,9 @@ class RetryPolicy:
     max_delay: float = 0.05
 
     def __post_init__(self) -> None:
+        numbers = (self.max_attempts, self.base_delay, self.max_delay)
+        if any(not isinstance(n, int | float) or isinstance(n, bool) for n in numbers):
+            raise InvalidInputError("max_attempts, base_delay and max_delay must be numbers")
         if self.max_attempts < 1:
             raise InvalidInputError(f"max_attempts must be at least 1, not {self.max_attempts}")
         if self.base_delay < 0 or self.max_delay < 0:
@@ -182,3 +187,44 @@ def _version_is_free(storage: TableStorage, version: int) -> bool:
             "the latest version"
         )
     return True
+
+
+class LandedEarlier(Exception):
+    """The commit found at a version is this transaction's own: it landed there."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
+
+
+class AlreadyCommitted(Exception):
+    """A winner committed this transaction's (app id, version): nothing more to write."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
+
+
+def num_records(add: AddFile) -> int:
+    """``numRecords`` from an ``add``'s stats (0 when it has none)."""
+    if not add.stats:
+        return 0
+    n = orjson.loads(add.stats).get("numRecords", 0)
+    return n if isinstance(n, int) else 0
+
+
+def write_metrics(adds: list[AddFile], *, removed: int = 0) -> dict[str, str]:
+    """``commitInfo.operationMetrics`` of a write, as delta-spark records them."""
+    metrics = {
+        "numFiles": str(len(adds)),
+        "numOutputRows": str(sum(num_records(a) for a in adds)),
+        "numOutputBytes": str(sum(a.size for a in adds)),
+    }
+    if removed:
+        metrics["numRemovedFiles"] = str(removed)
+    return metrics
+
+
+def txn_covers(existing: Txn | None, staged: Txn) -> bool:
+    """Whether ``existing`` (the table's txn for the app) already includes ``staged``."""
+    return existing is not None and existing.version >= staged.version

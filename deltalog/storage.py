@@ -23,6 +23,7 @@ from deltalog.logstores import (
 from deltalog.logstores.local import local_path_from_uri
 from deltalog.logstores.options import redact_uri
 from deltalog.paths import LAST_CHECKPOINT, LOG_DIR, decode_path, has_scheme, scheme_family
+from deltalog.user_input import check_options, check_uri
 
 
 @contextlib.contextmanager
@@ -60,8 +61,11 @@ class TableStorage:
         """Resolve ``uri`` through the log store registry.
 
         Raises:
+            InvalidInputError: ``uri`` is not a non-empty string, or ``options`` not a mapping of
+                strings.
             StorageError: No store can serve the URI (unknown scheme, missing SDK, bad options).
         """
+        uri, options = check_uri(uri), check_options(options)
         with storage_errors(f"cannot open {redact_uri(uri)}"):
             store, root = open_store(uri, options)
         return cls(store, root, uri)

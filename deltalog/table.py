@@ -41,7 +41,7 @@ from deltalog.segment import LogListing, classify, commit_times, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.transaction import Transaction
-from deltalog.user_input import check_version_number, is_long
+from deltalog.user_input import check_mapping, check_version_number, is_long
 from deltalog.vacuum import Progress, VacuumMode, VacuumResult
 from deltalog.vacuum import vacuum as run_vacuum
 
@@ -111,6 +111,8 @@ class DeltaTable:
         retry: RetryPolicy | None = None,
         background_checkpoints: bool = True,
     ) -> None:
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidInputError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
         self._retry = retry or RetryPolicy()
         self._background_checkpoints = background_checkpoints
         if version is not None and timestamp is not None:
@@ -343,6 +345,10 @@ class DeltaTable:
         Raises:
             InvalidInputError: Unknown isolation level or empty operation.
         """
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise InvalidInputError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+        if not isinstance(engine_info, str):
+            raise InvalidInputError(f"engine_info must be a str, not {type(engine_info).__name__}")
         return Transaction(
             storage=self._storage,
             snapshot=self._snapshot,
@@ -448,6 +454,8 @@ class DeltaTable:
         Returns:
             ``False`` if the timeout ran out first.
         """
+        if timeout is not None and (not isinstance(timeout, int | float) or timeout != timeout):
+            raise InvalidInputError(f"timeout must be a number of seconds, not {timeout!r}")
         return self._maintenance.wait(timeout)
 
     def cleanup_log(self) -> list[str]:
@@ -496,6 +504,10 @@ class DeltaTable:
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             StorageError: The store failed.
         """
+        if now_ms is not None and not is_long(now_ms):
+            raise InvalidInputError(f"now_ms must be an int, not {type(now_ms).__name__}")
+        if progress is not None and not callable(progress):
+            raise InvalidInputError("progress must be callable")
         if list_log(self._storage).latest_version != self.version():
             self.update()
         return run_vacuum(
@@ -556,7 +568,7 @@ def new_table_actions(
     struct = as_struct(schema)
     partition_columns = list(partition_by)
     check_partition_columns(struct, partition_columns)
-    config = {str(k): str(v) for k, v in (configuration or {}).items()}
+    config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
     check_properties(config)
     protocol = protocol_for_new_table(struct, config)
     metadata = Metadata(

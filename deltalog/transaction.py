@@ -11,7 +11,6 @@ either lands exactly once or raises, and a raise writes nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -35,11 +34,15 @@ from deltalog.actions import (
 )
 from deltalog.commit import (
     ENGINE_INFO,
+    AlreadyCommitted,
+    LandedEarlier,
     RetryPolicy,
     cleanup_may_have_passed,
     make_commit_info,
     now_ms,
     try_write,
+    txn_covers,
+    write_metrics,
 )
 from deltalog.conflicts import (
     ISOLATION_LEVELS,
@@ -61,23 +64,26 @@ from deltalog.errors import (
     TransactionClosedError,
 )
 from deltalog.features import (
-    LEGACY_WRITER_FEATURES,
-    active_writer_features,
     check_writable,
-    protocol_for_new_table,
 )
 from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
 from deltalog.logstores import FileStatus, LogFileNotFoundError
-from deltalog.partitions import check_partition_columns, parse_partition_value
+from deltalog.partitions import parse_partition_value
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
-from deltalog.properties import check_properties
 from deltalog.replay import advance, read_commit
-from deltalog.schema import StructType, as_struct
+from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
-from deltalog.user_input import check_file_action, check_json, check_version_number
+from deltalog.table_changes import metadata_change, protocol_upgrade
+from deltalog.user_input import (
+    as_items,
+    check_file_action,
+    check_json,
+    check_mapping,
+    check_version_number,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -136,7 +142,7 @@ class Transaction:
             )
         if not operation or not isinstance(operation, str):
             raise InvalidInputError("a transaction needs an operation name")
-        check_json(dict(parameters or {}), "the transaction parameters")
+        check_json(dict(check_mapping(parameters, "parameters")), "the transaction parameters")
         self._storage = storage
         self._snapshot = snapshot
         self._prefix = scheme_prefix(storage.root)
@@ -289,7 +295,7 @@ class Transaction:
                 or account.
         """
         self._check_open()
-        given = [files] if isinstance(files, str | AddFile | AddCDCFile) else list(files)
+        given = as_items(files, (str, AddFile, AddCDCFile), "files", data_change=data_change)
         items: list[tuple[str, FileStatus] | AddFile | AddCDCFile] = []
         for one in given:  # a directory stands for the data files under it
             items.extend(expand(self._storage, [one]) if isinstance(one, str) else [one])
@@ -359,10 +365,8 @@ class Transaction:
         if isinstance(files, pa.Table):
             paths: list[str] = files.column("path").to_pylist()
             given: list[str | AddFile | RemoveFile] = list(paths)
-        elif isinstance(files, str | AddFile | RemoveFile):
-            given = [files]
         else:
-            given = list(files)
+            given = as_items(files, (str, AddFile, RemoveFile), "files", data_change=data_change)
         for one in given:
             if not isinstance(one, str):
                 check_file_action(one)
@@ -445,44 +449,16 @@ class Transaction:
                 "stage metadata changes before adding files: staged files were checked "
                 "against the metadata in force when they were added"
             )
-        current = self._metadata or self._snapshot.metadata
-        if metadata is None:
-            changes: dict[str, Any] = {}
-            if schema is not None:
-                changes["schema_string"] = as_struct(schema).to_json_string()
-            if partition_by is not None:
-                changes["partition_columns"] = list(partition_by)
-            if configuration is not None:
-                changes["configuration"] = {str(k): str(v) for k, v in configuration.items()}
-            if name is not None:
-                changes["name"] = name
-            if description is not None:
-                changes["description"] = description
-            metadata = dataclasses.replace(current, **changes)
-        if metadata.id != self._snapshot.metadata.id:
-            raise InvalidInputError(
-                f"the table id is {self._snapshot.metadata.id}; metadata cannot change it"
-            )
-        struct = StructType.from_json_string(metadata.schema_string or "")
-        check_partition_columns(struct, list(metadata.partition_columns))
-        config = {k: v for k, v in metadata.configuration.items() if v is not None}
-        check_properties(config)
-        needed = protocol_for_new_table(struct, config)
-        protocol = self._protocol or self._snapshot.protocol
-        check_writable(protocol, metadata)
-        missing = active_writer_features(needed, metadata) - active_writer_features(
-            protocol, metadata
-        )
-        if missing:
-            raise InvalidInputError(
-                f"the new metadata needs writer features {sorted(missing)} that the table "
-                "protocol lacks; stage a protocol upgrade with update_protocol() first"
-            )
-        old = self._snapshot.schema
-        self._metadata_rewrites_data = list(metadata.partition_columns) != list(
-            self._snapshot.partition_columns
-        ) or any(
-            f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
+        metadata, self._metadata_rewrites_data = metadata_change(
+            self._snapshot,
+            self._metadata,
+            self._protocol,
+            metadata,
+            schema=schema,
+            partition_by=partition_by,
+            configuration=configuration,
+            name=name,
+            description=description,
         )
         self._metadata = metadata
         return metadata
@@ -491,34 +467,11 @@ class Transaction:
         """Stage a protocol upgrade (versions and features may only grow).
 
         Raises:
-            InvalidInputError: The protocol would be downgraded.
+            InvalidInputError: The protocol would be downgraded, or is not a valid ``Protocol``.
             UnsupportedFeatureError: deltalog cannot write under the new protocol.
         """
         self._check_open()
-        old = self._snapshot.protocol
-        if (
-            protocol.min_reader_version < old.min_reader_version
-            or protocol.min_writer_version < old.min_writer_version
-            or not set(old.reader_features or ()) <= set(protocol.reader_features or ())
-            or not set(old.writer_features or ()) <= set(protocol.writer_features or ())
-        ):
-            raise InvalidInputError(
-                f"{protocol} would downgrade the table protocol {old}; deltalog only upgrades"
-            )
-        if protocol.min_writer_version >= 7 and old.min_writer_version < 7:
-            implied = {
-                feature
-                for version, features in LEGACY_WRITER_FEATURES.items()
-                if version <= old.min_writer_version
-                for feature in features
-            }
-            missing = implied - set(protocol.writer_features or ())
-            if missing:
-                raise InvalidInputError(
-                    f"moving from writerVersion {old.min_writer_version} to table features must "
-                    f"keep the features it implies: add {sorted(missing)} to writer_features"
-                )
-        check_writable(protocol, self._metadata or self._snapshot.metadata)
+        protocol_upgrade(self._snapshot, protocol, self._metadata or self._snapshot.metadata)
         self._protocol = protocol
 
     def set_transaction(self, app_id: str, version: int) -> None:
@@ -548,6 +501,8 @@ class Transaction:
                 feature.
         """
         self._check_open()
+        if not isinstance(domain, str) or not isinstance(configuration, str | Mapping):
+            raise InvalidInputError("a domain is a str, its configuration a str or a mapping")
         if not domain or domain.startswith("delta."):
             raise InvalidInputError(f"domain {domain!r} is reserved or empty")
         if not isinstance(configuration, str):
@@ -578,7 +533,7 @@ class Transaction:
 
     def _commit(self) -> int:
         snap = self._snapshot
-        covered = [t for t in self._txns.values() if _covers(snap.txns.get(t.app_id), t)]
+        covered = [t for t in self._txns.values() if txn_covers(snap.txns.get(t.app_id), t)]
         if covered and len(covered) == len(self._txns):
             self.no_op = True
             return self._find_txn_commit(covered[0])
@@ -626,12 +581,12 @@ class Transaction:
                 reads = self._reads(level)
             try:
                 version = self._catch_up(version, reads, winners, info.extra.get("txnId"))
-            except _LandedEarlier as landed:
+            except LandedEarlier as landed:
                 # The store said "taken", but the commit there is this one (an attempt whose
                 # reply was lost landed after all): it is committed, once.
                 version = landed.version
                 break
-            except _AlreadyCommitted as done:
+            except AlreadyCommitted as done:
                 self.no_op = True
                 self._advanced(winners, None)
                 return done.version
@@ -651,7 +606,7 @@ class Transaction:
         """Check every commit from ``version`` to the head; returns the next free version.
 
         Raises:
-            _LandedEarlier: The commit at a version is this transaction's own (same txnId).
+            LandedEarlier: The commit at a version is this transaction's own (same txnId).
         """
         while True:
             try:
@@ -660,11 +615,11 @@ class Transaction:
                 return version
             winner = WinningCommit.from_actions(version, actions)
             if txn_id is not None and winner.commit_info.get("txnId") == txn_id:
-                raise _LandedEarlier(version)
+                raise LandedEarlier(version)
             theirs = {t.app_id: t for t in winner.txns}
-            if self._txns and all(_covers(theirs.get(a), t) for a, t in self._txns.items()):
+            if self._txns and all(txn_covers(theirs.get(a), t) for a, t in self._txns.items()):
                 winners.append((version, actions, now_ms()))
-                raise _AlreadyCommitted(version)
+                raise AlreadyCommitted(version)
             # Known before checking: after a conflict the table still moves past the winner,
             # so re-running the operation starts from a snapshot that includes it.
             winners.append((version, actions, now_ms()))
@@ -858,44 +813,3 @@ class Transaction:
             f"Transaction({self._operation!r}, read_version={self.read_version}, "
             f"state={self._state})"
         )
-
-
-class _LandedEarlier(Exception):
-    """The commit found at a version is this transaction's own: it landed there."""
-
-    def __init__(self, version: int) -> None:
-        super().__init__(version)
-        self.version = version
-
-
-class _AlreadyCommitted(Exception):
-    """A winner committed this transaction's (app id, version): nothing more to write."""
-
-    def __init__(self, version: int) -> None:
-        super().__init__(version)
-        self.version = version
-
-
-def _covers(existing: Txn | None, staged: Txn) -> bool:
-    """Whether ``existing`` (the table's txn for the app) already includes ``staged``."""
-    return existing is not None and existing.version >= staged.version
-
-
-def num_records(add: AddFile) -> int:
-    """``numRecords`` from an ``add``'s stats (0 when it has none)."""
-    if not add.stats:
-        return 0
-    n = orjson.loads(add.stats).get("numRecords", 0)
-    return n if isinstance(n, int) else 0
-
-
-def write_metrics(adds: list[AddFile], *, removed: int = 0) -> dict[str, str]:
-    """``commitInfo.operationMetrics`` of a write, as delta-spark records them."""
-    metrics = {
-        "numFiles": str(len(adds)),
-        "numOutputRows": str(sum(num_records(a) for a in adds)),
-        "numOutputBytes": str(sum(a.size for a in adds)),
-    }
-    if removed:
-        metrics["numRemovedFiles"] = str(removed)
-    return metrics

@@ -8,12 +8,12 @@ cause deeper down.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
-from deltalog.actions import AddCDCFile, AddFile, RemoveFile
+from deltalog.actions import Action, AddCDCFile, AddFile, RemoveFile
 from deltalog.errors import InvalidInputError, MalformedCommitError
 
 #: Range of a Delta ``long``.
@@ -80,3 +80,97 @@ def check_file_action(action: AddFile | AddCDCFile | RemoveFile) -> None:
             raise InvalidInputError(
                 f"{action.KEY} {action.path!r}: stats.numRecords must be a non-negative integer"
             )
+
+
+def check_uri(uri: object) -> str:
+    """``uri`` as a non-empty string.
+
+    Raises:
+        InvalidInputError: It is not one.
+    """
+    if not isinstance(uri, str):
+        raise InvalidInputError(f"a table URI must be a str, not {type(uri).__name__}")
+    if not uri:
+        raise InvalidInputError("a table URI cannot be empty")
+    return uri
+
+
+def check_options(options: object) -> dict[str, str] | None:
+    """Store options as a ``str`` to ``str`` dict (``None`` stays ``None``).
+
+    Values may be secrets: only keys and types are ever named.
+
+    Raises:
+        InvalidInputError: Not a mapping, or a key or value that is not a ``str``.
+    """
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidInputError(
+            f"storage options must be a mapping of str to str, not {type(options).__name__}"
+        )
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"storage option names must be str, not {type(key).__name__}")
+        if not isinstance(value, str):
+            raise InvalidInputError(
+                f"storage option {key!r} must be a str, not {type(value).__name__}"
+            )
+    return dict(options)
+
+
+def check_mapping(value: object, what: str) -> Mapping[Any, Any]:
+    """``value`` if it is a mapping (``None`` becomes an empty one).
+
+    Raises:
+        InvalidInputError: Naming ``what``.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def as_items(given: object, kinds: tuple[type, ...], what: str, **flags: object) -> list[Any]:
+    """One item of ``kinds``, or an iterable of them, as a list.
+
+    Args:
+        given: What the caller passed.
+        kinds: The types an item may have.
+        what: Names the argument in errors.
+        flags: Keyword arguments of the same call that must be ``bool`` (``data_change``).
+
+    Raises:
+        InvalidInputError: Something else, naming ``what``, or a flag that is not a bool.
+    """
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise InvalidInputError(f"{name} must be a bool, not {type(flag).__name__}")
+    if isinstance(given, kinds):
+        return [given]
+    if isinstance(given, str | bytes | Mapping) or not isinstance(given, Iterable):
+        raise InvalidInputError(f"{what}: expected {_names(kinds)} or a list of them")
+    items = list(given)
+    for item in items:
+        if not isinstance(item, kinds):
+            raise InvalidInputError(f"{what}: expected {_names(kinds)}, not {type(item).__name__}")
+    return items
+
+
+def check_action(action: object, kind: type[Action]) -> None:
+    """Refuse an action of another type, or one whose fields the log could not hold.
+
+    Raises:
+        InvalidInputError: Naming the action.
+    """
+    if not isinstance(action, kind):
+        raise InvalidInputError(f"expected a {kind.__name__}, not {type(action).__name__}")
+    try:
+        kind.from_json_dict(orjson.loads(orjson.dumps(action.to_json_dict())))
+    except (MalformedCommitError, TypeError, orjson.JSONEncodeError) as exc:
+        raise InvalidInputError(f"invalid {kind.KEY} action: {exc}") from exc
+
+
+def _names(kinds: tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in kinds)

@@ -24,8 +24,11 @@ from deltalog import (
     DeltaTable,
     InvalidInputError,
     InvalidPathError,
+    Protocol,
+    RetryPolicy,
     StorageConfigurationError,
     StorageError,
+    check_table,
 )
 from deltalog.cli import main
 
@@ -98,6 +101,59 @@ CASES: dict[str, tuple[Callable[[DeltaTable, Path], object], type[DeltaLogError]
     "txn-version-beyond-long": (lambda t, r: _txn(t, 2**70), InvalidInputError),
     "txn-version-str": (lambda t, r: _txn(t, "1"), InvalidInputError),
     "parameters-not-json": (lambda t, r: _params(t), InvalidInputError),
+    # Issue 15 items 4 and 14, completed: the rest of the public API.
+    "uri-int": (lambda t, r: DeltaTable(5), InvalidInputError),  # type: ignore[arg-type]
+    "uri-none": (lambda t, r: DeltaTable(None), InvalidInputError),  # type: ignore[arg-type]
+    "uri-empty": (lambda t, r: DeltaTable(""), InvalidInputError),
+    "check-table-uri-int": (lambda t, r: check_table(5), InvalidInputError),  # type: ignore[arg-type]
+    "create-uri-int": (lambda t, r: DeltaTable.create(5, SCHEMA), InvalidInputError),  # type: ignore[arg-type]
+    "create-configuration-list": (
+        lambda t, r: DeltaTable.create(str(r.parent / "c"), SCHEMA, configuration=["a"]),  # type: ignore[arg-type]
+        InvalidInputError,
+    ),
+    "options-list": (
+        lambda t, r: DeltaTable(t.uri, storage_options=["a"]),  # type: ignore[arg-type]
+        InvalidInputError,
+    ),
+    "option-value-int": (
+        lambda t, r: DeltaTable(t.uri, storage_options={"a": 1}),  # type: ignore[dict-item]
+        InvalidInputError,
+    ),
+    "open-retry-str": (lambda t, r: DeltaTable(t.uri, retry="x"), InvalidInputError),  # type: ignore[arg-type]
+    "retry-policy-str": (lambda t, r: RetryPolicy(max_attempts="x"), InvalidInputError),  # type: ignore[arg-type]
+    "tx-parameters-str": (lambda t, r: t.transaction(parameters="x"), InvalidInputError),  # type: ignore[arg-type]
+    "tx-retry-str": (lambda t, r: t.transaction(retry="x"), InvalidInputError),  # type: ignore[arg-type]
+    "tx-engine-info-int": (lambda t, r: t.transaction(engine_info=5), InvalidInputError),  # type: ignore[arg-type]
+    "tx-add-int": (lambda t, r: t.transaction().add(5), InvalidInputError),  # type: ignore[arg-type]
+    "tx-add-data-change-str": (
+        lambda t, r: t.transaction().add("part=a/f.parquet", data_change="no"),  # type: ignore[arg-type]
+        InvalidInputError,
+    ),
+    "tx-remove-int": (lambda t, r: t.transaction().remove(5), InvalidInputError),  # type: ignore[arg-type]
+    "tx-remove-none": (lambda t, r: t.transaction().remove([None]), InvalidInputError),  # type: ignore[list-item]
+    "tx-update-metadata-str": (
+        lambda t, r: t.transaction().update_metadata("x"),  # type: ignore[arg-type]
+        InvalidInputError,
+    ),
+    "tx-update-protocol-str": (
+        lambda t, r: t.transaction().update_protocol("x"),  # type: ignore[arg-type]
+        InvalidInputError,
+    ),
+    "tx-update-protocol-bad-field": (
+        lambda t, r: t.transaction().update_protocol(
+            Protocol(min_reader_version="x", min_writer_version=2)  # type: ignore[arg-type]
+        ),
+        InvalidInputError,
+    ),
+    "tx-domain-int": (lambda t, r: t.transaction().domain_metadata(5, "{}"), InvalidInputError),  # type: ignore[arg-type]
+    "append-int": (lambda t, r: t.append_files(5), InvalidInputError),  # type: ignore[arg-type]
+    "overwrite-int": (lambda t, r: t.overwrite_files(5), InvalidInputError),  # type: ignore[arg-type]
+    "vacuum-now-str": (lambda t, r: t.vacuum(now_ms="x"), InvalidInputError),  # type: ignore[arg-type]
+    "vacuum-progress-int": (
+        lambda t, r: t.vacuum(dry_run=False, progress=5),  # type: ignore[arg-type]
+        InvalidInputError,
+    ),
+    "wait-timeout-str": (lambda t, r: t.wait_for_checkpoints("x"), InvalidInputError),  # type: ignore[arg-type]
 }
 
 

@@ -290,7 +290,11 @@ def stage_optimize(
     ]
     jobs = spark.range(0, len(work), 1, len(work))
     adds = run_tasks(
-        jobs, lambda batches: rewrite_task(plan, work, batches), table.uri, data_change=False
+        jobs,
+        lambda batches: rewrite_task(plan, work, batches),
+        table.uri,
+        plan.storage_options,
+        data_change=False,
     )
     rewritten = pa.concat_tables(bins)
     tx = table.transaction("OPTIMIZE", parameters=parameters)

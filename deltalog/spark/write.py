@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from deltalog.actions import Action, AddFile, Txn, serialize_actions
-from deltalog.commit import make_commit_info, now_ms, try_write
+from deltalog.commit import make_commit_info, now_ms, num_records, try_write, write_metrics
 from deltalog.errors import (
     AppendOnlyError,
     ConstraintViolationError,
@@ -55,7 +55,7 @@ from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
 from deltalog.stats import DEFAULT_INDEXED_COLS
 from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable, new_table_actions
-from deltalog.transaction import Transaction, num_records, write_metrics
+from deltalog.transaction import Transaction
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -514,7 +514,7 @@ def _run_job(
     plan = task_plan(
         df.sparkSession, uri, schema, partition_columns, configuration, written, options
     )
-    return run_tasks(df, lambda batches: write_task(plan, batches), uri)
+    return run_tasks(df, lambda batches: write_task(plan, batches), uri, options)
 
 
 def task_plan(
@@ -558,6 +558,7 @@ def run_tasks(
     df: DataFrame,
     task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
     uri: str,
+    options: Mapping[str, str],
     *,
     data_change: bool = True,
 ) -> list[AddFile]:
@@ -598,9 +599,7 @@ def run_tasks(
         for add in adds:  # best effort: an orphan file is harmless (VACUUM deletes it)
             with contextlib.suppress(Exception):
                 storage.store.delete(storage.data_file(decode_path(add.path)))
-        raise ConstraintViolationError(
-            f"{violations[0]} (writing to {uri}; nothing was committed)"
-        )
+        raise ConstraintViolationError(f"{violations[0]} (writing to {uri}; nothing was committed)")
     return adds
 
 

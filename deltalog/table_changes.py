@@ -1,0 +1,138 @@
+"""Metadata and protocol changes a transaction stages, checked against the table they change.
+
+Separate from :mod:`deltalog.transaction` (which stages files and commits): what a new
+``metaData`` or ``protocol`` action may be, whether a metadata change makes existing files
+unreadable, and whether a protocol change only upgrades.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog.actions import Metadata, Protocol
+from deltalog.errors import InvalidInputError
+from deltalog.features import (
+    LEGACY_WRITER_FEATURES,
+    active_writer_features,
+    check_writable,
+    protocol_for_new_table,
+)
+from deltalog.partitions import check_partition_columns
+from deltalog.properties import check_properties
+from deltalog.schema import StructType, as_struct
+from deltalog.snapshot import Snapshot
+from deltalog.user_input import as_items, check_action, check_mapping
+
+
+def metadata_change(
+    snapshot: Snapshot,
+    staged: Metadata | None,
+    staged_protocol: Protocol | None,
+    metadata: Metadata | None = None,
+    *,
+    schema: StructType | pa.Schema | Mapping[str, Any] | str | None = None,
+    partition_by: Iterable[str] | None = None,
+    configuration: Mapping[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> tuple[Metadata, bool]:
+    """The new metadata (``metadata``, or the changes applied to the one in force).
+
+    Args:
+        snapshot: The snapshot the transaction read.
+        staged: Metadata the transaction staged before, if any.
+        staged_protocol: Protocol the transaction staged, if any.
+        metadata: A whole ``Metadata`` action.
+        schema: A new schema.
+        partition_by: New partition columns.
+        configuration: New table properties (all of them).
+        name: A new name.
+        description: A new description.
+
+    Returns:
+        The metadata, and whether it makes existing files unreadable (a dropped or retyped
+        column, other partition columns): then the transaction must remove every live file.
+
+    Raises:
+        InvalidSchemaError: The schema is invalid.
+        InvalidInputError: The table id changes, partition columns are invalid, an argument
+            has the wrong type, or the properties need writer features the protocol lacks.
+        UnsupportedFeatureError: The properties need a feature deltalog cannot write.
+    """
+    current = staged or snapshot.metadata
+    if metadata is None:
+        changes: dict[str, Any] = {}
+        if schema is not None:
+            changes["schema_string"] = as_struct(schema).to_json_string()
+        if partition_by is not None:
+            changes["partition_columns"] = as_items(partition_by, (str,), "partition_by")
+        if configuration is not None:
+            given = check_mapping(configuration, "configuration")
+            changes["configuration"] = {str(k): str(v) for k, v in given.items()}
+        for field, value in (("name", name), ("description", description)):
+            if value is not None:
+                if not isinstance(value, str):
+                    raise InvalidInputError(f"{field} must be a str, not {type(value).__name__}")
+                changes[field] = value
+        metadata = dataclasses.replace(current, **changes)
+    check_action(metadata, Metadata)
+    if metadata.id != snapshot.metadata.id:
+        raise InvalidInputError(
+            f"the table id is {snapshot.metadata.id}; metadata cannot change it"
+        )
+    struct = StructType.from_json_string(metadata.schema_string or "")
+    check_partition_columns(struct, list(metadata.partition_columns))
+    config = {k: v for k, v in metadata.configuration.items() if v is not None}
+    check_properties(config)
+    needed = protocol_for_new_table(struct, config)
+    protocol = staged_protocol or snapshot.protocol
+    check_writable(protocol, metadata)
+    missing = active_writer_features(needed, metadata) - active_writer_features(protocol, metadata)
+    if missing:
+        raise InvalidInputError(
+            f"the new metadata needs writer features {sorted(missing)} that the table "
+            "protocol lacks; stage a protocol upgrade with update_protocol() first"
+        )
+    old = snapshot.schema
+    rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or any(
+        f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
+    )
+    return metadata, rewrites
+
+
+def protocol_upgrade(snapshot: Snapshot, protocol: Protocol, metadata: Metadata) -> None:
+    """Refuse ``protocol`` unless it only upgrades the snapshot's and deltalog can write it.
+
+    Raises:
+        InvalidInputError: Not a valid ``Protocol``, or a downgrade.
+        UnsupportedFeatureError: deltalog cannot write under the new protocol.
+    """
+    check_action(protocol, Protocol)
+    old = snapshot.protocol
+    if (
+        protocol.min_reader_version < old.min_reader_version
+        or protocol.min_writer_version < old.min_writer_version
+        or not set(old.reader_features or ()) <= set(protocol.reader_features or ())
+        or not set(old.writer_features or ()) <= set(protocol.writer_features or ())
+    ):
+        raise InvalidInputError(
+            f"{protocol} would downgrade the table protocol {old}; deltalog only upgrades"
+        )
+    if protocol.min_writer_version >= 7 and old.min_writer_version < 7:
+        implied = {
+            feature
+            for version, features in LEGACY_WRITER_FEATURES.items()
+            if version <= old.min_writer_version
+            for feature in features
+        }
+        missing = implied - set(protocol.writer_features or ())
+        if missing:
+            raise InvalidInputError(
+                f"moving from writerVersion {old.min_writer_version} to table features must "
+                f"keep the features it implies: add {sorted(missing)} to writer_features"
+            )
+    check_writable(protocol, metadata)
