@@ -1,0 +1,618 @@
+"""Everyday log shapes (issue 16): deltalog against delta-rs (``deltalake``) side by side.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_shapes.py [--quick] [--repeat N] [--workload NAME ...]
+                                                [--out benchmarks/out] [--data DIR]
+
+Every row of issue 16's table, each measured in fresh child processes (one per engine and run,
+so peak RSS is per engine): JSON logs written the way other writers write them (Python's
+``json.dumps`` spacing, reversed key order with explicit nulls and commitInfo last, delta-spark's
+compact field order), time travel, ``history()``, a 1M-file checkpoint listed with stats, commit
+latency on a 1M-file table against a 1,000-file one, the single-writer ``append_files`` rate, and
+the CLI's ``files``/``check`` on the big table. Medians go to ``<out>/shapes.json`` and
+``<out>/shapes.md`` (``shapes_quick.*`` with ``--quick``). See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (str(ROOT), str(ROOT / "benchmarks")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import bench_replay as br  # noqa: E402
+
+GENERATOR_VERSION = 1
+MARKER = ".bench_params.json"
+FORMATS = ("spark", "spaced", "reordered")
+_OPTIONAL_NULLS = ("tags", "deletionVector", "baseRowId", "defaultRowCommitVersion")
+
+
+# --------------------------------------------------------------------------- generation
+def _reverse(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _reverse(obj[k]) for k in reversed(list(obj))}
+    return obj
+
+
+def encode(action: dict[str, Any], fmt: str) -> bytes:
+    """One log line as a writer in format ``fmt`` would write it.
+
+    ``spark``: compact, delta-spark's field order, nulls absent (what deltalog writes).
+    ``spaced``: Python's ``json.dumps`` default separators (``{"add": {"path": ...}}``).
+    ``reordered``: compact, every object's keys in reverse order, explicit ``null`` for the
+    optional add fields.
+    """
+    import orjson
+
+    if fmt == "spark":
+        return orjson.dumps(action)
+    if fmt == "spaced":
+        return json.dumps(action).encode()
+    body = dict(action)
+    if "add" in body:
+        body["add"] = {**body["add"], **dict.fromkeys(_OPTIONAL_NULLS)}
+    return orjson.dumps(_reverse(body))
+
+
+def write_json_table(table: Path, commits: int, per_commit: int, fmt: str) -> None:
+    """``commits`` commits of ``per_commit`` adds; commitInfo last in ``reordered``."""
+    log = table / "_delta_log"
+    log.mkdir(parents=True)
+    rng = random.Random(br.SEED)
+    table_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    for v in range(commits):
+        actions: list[dict[str, Any]] = []
+        if v == 0:
+            actions += [{"protocol": br._protocol()}, {"metaData": br._metadata(table_id)}]
+        actions += br._add_dicts(br.add_columns(v * per_commit, per_commit, rng))
+        info = {"commitInfo": br._commit_info(v, per_commit)}
+        actions = [*actions, info] if fmt == "reordered" else [info, *actions]
+        (log / f"{v:020d}.json").write_bytes(b"".join(encode(a, fmt) + b"\n" for a in actions))
+
+
+def ensure(data: Path, name: str, params: dict[str, Any], build: Callable[[Path], None]) -> Path:
+    """A generated table, reused while its parameters match."""
+    table = data / name
+    params = {"generator": GENERATOR_VERSION, **params}
+    try:
+        if json.loads((table / MARKER).read_text()) == params:
+            return table
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(table, ignore_errors=True)
+    tmp = table.with_name(table.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    t0 = time.perf_counter()
+    build(tmp)
+    tmp.rename(table)
+    (table / MARKER).write_text(json.dumps(params))
+    br._log(f"[gen] {name} in {time.perf_counter() - t0:.1f}s")
+    return table
+
+
+def checkpoint_table(data: Path, n: int) -> Path:
+    """bench_replay's checkpoint table of ``n`` adds (version 0)."""
+    w = br.Workload(f"cp_n{n}", "checkpoint", files=n)
+    return br.ensure_table(data, w, {})
+
+
+def write_data_files(table: Path, count: int) -> list[str]:
+    """``count`` small Parquet files (10 rows, the bench schema) under ``part=K/``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = []
+    for i in range(count):
+        part = i % br.N_PARTITIONS
+        rel = f"part={part}/bench-{i:06d}-{uuid.uuid4()}.parquet"
+        (table / f"part={part}").mkdir(exist_ok=True)
+        rows = pa.table(
+            {
+                "id": pa.array(range(i * 10, i * 10 + 10), pa.int64()),
+                "value": pa.array([float(j) for j in range(10)], pa.float64()),
+                "name": pa.array([f"n{j}" for j in range(10)], pa.string()),
+            }
+        )
+        pq.write_table(rows, table / rel)
+        out.append(rel)
+    return out
+
+
+# --------------------------------------------------------------------------- workloads
+@dataclass(frozen=True)
+class Row:
+    """One row of the table: two measured sides (``a`` is deltalog's)."""
+
+    name: str
+    description: str
+    table: str  # key into the tables built by ``tables()``
+    a: str  # op name, see ``OPS``
+    b: str | None  # op of the baseline (delta-rs, or deltalog's API for CLI rows)
+    baseline: str = "delta-rs"
+    time_target: float | None = 0.5
+    rss_target: float | None = 1.0
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def rows(quick: bool) -> list[Row]:
+    """Every row of issue 16's table (``--quick``: 10x smaller)."""
+    k = 10 if quick else 1
+    big = 1_000_000 // k
+    out = [
+        Row(
+            f"list_10x{100_000 // k}_{fmt}",
+            f"open + list with stats, 10 commits x {100_000 // k:,} adds, format {fmt}",
+            f"json10_{fmt}",
+            "dl_list",
+            "rs_list",
+        )
+        for fmt in FORMATS
+    ]
+    n = 10_000 // k
+    out += [
+        Row(
+            f"travel_v50_100x{n}",
+            f"time travel to v50 of 100 x {n:,} adds",
+            "json100",
+            "dl_travel",
+            "rs_travel",
+        ),
+        Row(
+            f"history_100x{n}",
+            "history() after open (open not timed)",
+            "json100",
+            "dl_history",
+            "rs_history",
+        ),
+        Row(
+            f"history_limit10_100x{n}",
+            "history(limit=10) after open",
+            "json100",
+            "dl_history10",
+            "rs_history10",
+        ),
+        Row(
+            f"open_history_100x{n}",
+            "open + history()",
+            "json100",
+            "dl_open_history",
+            "rs_open_history",
+        ),
+        Row(
+            "cli_history_limit10",
+            "CLI `history --limit 10` vs delta-rs open + history(10)",
+            "json100",
+            "cli_history10",
+            "rs_open_history10",
+            rss_target=None,
+        ),
+        Row(
+            f"cp_{big}_stats",
+            f"open + list {big:,} files from a checkpoint, with stats "
+            "(files() vs get_add_actions(flatten=False))",
+            "cp_big",
+            "dl_list",
+            "rs_list_nf",
+            time_target=0.25,
+            rss_target=0.5,
+        ),
+        Row(
+            f"append_p50_{big}",
+            f"blind append_files of 1 real file, {big:,}-file table: "
+            "p50 latency (ratio vs delta-rs)",
+            "cp_big",
+            "dl_append",
+            "rs_append",
+            time_target=None,
+            rss_target=None,
+            args={"commits": 100 if quick else 1000, "rs_commits": 3},
+        ),
+        Row(
+            "append_p50_1000",
+            "the same on a 1,000-file table (deltalog big/small p50 ≤ 2)",
+            "cp_small",
+            "dl_append",
+            "rs_append",
+            time_target=None,
+            rss_target=None,
+            args={"commits": 100 if quick else 200, "rs_commits": 50 if quick else 200},
+        ),
+        Row(
+            "append_rate_1000",
+            "single-writer append_files rate, real file + footer stats, "
+            "1,000-file table; delta-rs given prebuilt stats (ratio of time per commit)",
+            "cp_small",
+            "dl_append",
+            "rs_append",
+            time_target=0.1,
+            rss_target=None,
+            args={
+                "commits": 100 if quick else 200,
+                "rs_commits": 50 if quick else 200,
+                "metric": "mean",
+            },
+        ),
+        Row(
+            f"cli_files_{big}",
+            f"CLI `files` on {big:,} files vs the API (open + files())",
+            "cp_big",
+            "cli_files",
+            "dl_list",
+            baseline="deltalog API",
+            time_target=2.0,
+            rss_target=None,
+        ),
+        Row(
+            f"cli_check_{big}",
+            "CLI `check --no-data-files` (no baseline)",
+            "cp_big",
+            "cli_check",
+            None,
+            baseline="-",
+            time_target=None,
+            rss_target=None,
+        ),
+    ]
+    return out
+
+
+def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
+    k = 10 if quick else 1
+    out: dict[str, Path] = {}
+    for fmt in FORMATS:
+        key = f"json10_{fmt}"
+        if key in needed:
+            n = 100_000 // k
+            out[key] = ensure(
+                data,
+                f"shape_json_c10_a{n}_{fmt}",
+                {"n": n, "fmt": fmt},
+                lambda t, n=n, fmt=fmt: write_json_table(t, 10, n, fmt),
+            )
+    if "json100" in needed:
+        n = 10_000 // k
+        out["json100"] = ensure(
+            data, f"shape_json_c100_a{n}", {"n": n}, lambda t: write_json_table(t, 100, n, "spark")
+        )
+    if "cp_big" in needed:
+        out["cp_big"] = checkpoint_table(data, 1_000_000 // k)
+    if "cp_small" in needed:
+        out["cp_small"] = checkpoint_table(data, 1000)
+    return out
+
+
+# --------------------------------------------------------------------------- child ops
+def _cli(args: list[str]) -> dict[str, Any]:
+    """Run the CLI in its own interpreter; peak RSS is the CLI process's own ``VmHWM``."""
+    code = (
+        "import atexit, sys\n"
+        "def _hwm():\n"
+        "    for l in open('/proc/self/status'):\n"
+        "        if l.startswith('VmHWM:'): sys.stderr.write('VMHWM %s\\n' % l.split()[1])\n"
+        "atexit.register(_hwm)\n"
+        "from deltalog.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    hwm = [ln for ln in proc.stderr.splitlines() if ln.startswith("VMHWM ")]
+    if proc.returncode > 2 or not hwm:  # check: 1/2 = findings
+        raise RuntimeError(proc.stderr[-2000:])
+    return {"rss_own_kib": int(hwm[-1].split()[1])}
+
+
+def _latencies(commit: Callable[[int], None], n: int) -> tuple[list[float], float]:
+    lat = []
+    start = time.perf_counter()
+    for i in range(n):
+        t0 = time.perf_counter()
+        commit(i)
+        lat.append(time.perf_counter() - t0)
+    return lat, time.perf_counter() - start
+
+
+def _summary(lat: list[float], total: float, metric: str) -> dict[str, Any]:
+    q = statistics.quantiles(lat, n=100) if len(lat) > 1 else lat * 99
+    p50 = statistics.median(lat)
+    return {
+        "seconds": statistics.fmean(lat) if metric == "mean" else p50,
+        "p50_ms": p50 * 1e3,
+        "p99_ms": q[98] * 1e3,
+        "max_ms": max(lat) * 1e3,
+        "commits": len(lat),
+        "commits_per_s": len(lat) / total,
+    }
+
+
+def op(name: str, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run the measured operation ``name``; returns ``seconds`` (timed inside) and extras."""
+    import deltalake
+
+    import deltalog
+
+    t0 = time.perf_counter()
+    if name == "dl_list":
+        t = deltalog.DeltaTable(path)
+        n = t.files().num_rows
+        return {"seconds": time.perf_counter() - t0, "n_files": n}
+    if name in ("rs_list", "rs_list_nf"):
+        dt = deltalake.DeltaTable(path)
+        n = dt.get_add_actions(flatten=False).num_rows
+        return {"seconds": time.perf_counter() - t0, "n_files": n}
+    if name == "dl_travel":
+        n = deltalog.DeltaTable(path, version=50).files().num_rows
+        return {"seconds": time.perf_counter() - t0, "n_files": n}
+    if name == "rs_travel":
+        n = deltalake.DeltaTable(path, version=50).get_add_actions(flatten=False).num_rows
+        return {"seconds": time.perf_counter() - t0, "n_files": n}
+    if name.startswith(("dl_history", "dl_open_history")):
+        limit = 10 if name.endswith("10") else None
+        t = deltalog.DeltaTable(path)
+        t1 = time.perf_counter()
+        h = t.history(limit=limit)
+        start = t0 if "open" in name else t1
+        return {"seconds": time.perf_counter() - start, "entries": len(h)}
+    if name.startswith(("rs_history", "rs_open_history")):
+        limit = 10 if name.endswith("10") else None
+        dt = deltalake.DeltaTable(path)
+        t1 = time.perf_counter()
+        h = dt.history(limit)
+        start = t0 if "open" in name else t1
+        return {"seconds": time.perf_counter() - start, "entries": len(h)}
+    if name == "cli_history10":
+        extra = _cli(["history", path, "--limit", "10"])
+        return {"seconds": time.perf_counter() - t0, **extra}
+    if name == "cli_files":
+        extra = _cli(["files", path])
+        return {"seconds": time.perf_counter() - t0, **extra}
+    if name == "cli_check":
+        extra = _cli(["check", path, "--no-data-files"])
+        return {"seconds": time.perf_counter() - t0, **extra}
+    if name == "dl_append":
+        n = args["commits"]
+        rels = write_data_files(Path(path), n)
+        t = deltalog.DeltaTable(path)
+        t.files(with_stats=False)
+        lat, total = _latencies(lambda i: t.append_files([rels[i]]) and None, n)
+        w0 = time.perf_counter()
+        t.wait_for_checkpoints()
+        total += time.perf_counter() - w0
+        return {**_summary(lat, total, args.get("metric", "p50")), "n_files": t.files().num_rows}
+    if name == "rs_append":
+        from deltalake.transaction import AddAction
+
+        n = args["rs_commits"]
+        dt = deltalake.DeltaTable(path)
+        schema = dt.schema()
+        cols = br.add_columns(10_000_000, n, random.Random(1))
+        adds = [
+            AddAction(
+                path=p,
+                size=s,
+                partition_values={"part": pv},
+                modification_time=m,
+                data_change=True,
+                stats=st,
+            )
+            for p, pv, s, m, st in zip(
+                cols["path"],
+                cols["partitionValues"],
+                cols["size"],
+                cols["modificationTime"],
+                cols["stats"],
+                strict=True,
+            )
+        ]
+
+        def commit(i: int) -> None:
+            dt.create_write_transaction(
+                [adds[i]], mode="append", schema=schema, partition_by=["part"]
+            )
+            dt.update_incremental()
+
+        lat, total = _latencies(commit, n)
+        return _summary(lat, total, args.get("metric", "p50"))
+    raise SystemExit(f"unknown op {name}")
+
+
+def child_main(name: str, path: str, args: dict[str, Any]) -> None:
+    import deltalake  # noqa: F401
+    import orjson  # noqa: F401
+    import pyarrow.compute
+    import pyarrow.parquet  # noqa: F401
+
+    import deltalog  # noqa: F401
+
+    base = br._maxrss_kib()
+    res = op(name, path, args)
+    res.update(rss_base_kib=base, rss_peak_kib=res.pop("rss_own_kib", None) or br._maxrss_kib())
+    print(json.dumps(res), flush=True)
+
+
+# --------------------------------------------------------------------------- parent
+def run(
+    name: str, table: Path, scratch: Path, args: dict[str, Any], prime: float
+) -> dict[str, Any]:
+    """One child run; append ops work on a fresh copy of the table."""
+    path = table
+    if "append" in name:
+        path = scratch / f"{table.name}-{name}"
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(table, path, ignore=shutil.ignore_patterns(MARKER))
+    br._warm(path)
+    br.prime_memory(prime)
+    cmd = [sys.executable, __file__, "--child", name, str(path), json.dumps(args)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=str(ROOT))
+    if path != table:
+        shutil.rmtree(path, ignore_errors=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-3000:]}
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def measure(row: Row, table: Path, repeat: int, scratch: Path, prime: float) -> dict[str, Any]:
+    sides = {"a": row.a, **({"b": row.b} if row.b else {})}
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
+    for rep in range(repeat):
+        order = list(sides) if rep % 2 == 0 else list(sides)[::-1]
+        for side in order:
+            res = run(sides[side], table, scratch, row.args, prime)
+            runs[side].append(res)
+            shown = res.get("error") or (
+                f"{res['seconds']:.4f}s peak {res['rss_peak_kib'] / 1024:.0f} MiB"
+            )
+            br._log(f"  {row.name} {sides[side]} run {rep + 1}: {shown}")
+    med: dict[str, Any] = {}
+    for side, rs in runs.items():
+        ok = [r for r in rs if "error" not in r]
+        if not ok:
+            med[side] = None
+            continue
+        med[side] = {
+            key: statistics.median(r[key] for r in ok)
+            for key in ok[0]
+            if isinstance(ok[0][key], int | float) and all(key in r for r in ok)
+        }
+    a, b = med.get("a"), med.get("b")
+    out: dict[str, Any] = {
+        "row": row.name,
+        "description": row.description,
+        "runs": runs,
+        "a": a,
+        "b": b,
+        "baseline": row.baseline,
+        "time_target": row.time_target,
+        "rss_target": row.rss_target,
+    }
+    if a and b:
+        out["time_ratio"] = a["seconds"] / b["seconds"]
+        out["rss_ratio"] = a["rss_peak_kib"] / b["rss_peak_kib"]
+    return out
+
+
+def _cell(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def table_lines(results: list[dict[str, Any]]) -> list[list[str]]:
+    out = []
+    for r in results:
+        a, b = r["a"] or {}, r["b"] or {}
+        tr, rr = r.get("time_ratio"), r.get("rss_ratio")
+        verdict = []
+        if r["time_target"] is not None and tr is not None:
+            verdict.append(
+                f"time ≤ {r['time_target']}: {'pass' if tr <= r['time_target'] else 'FAIL'}"
+            )
+        if r["rss_target"] is not None and rr is not None:
+            verdict.append(
+                f"RSS ≤ {r['rss_target']}: {'pass' if rr <= r['rss_target'] else 'FAIL'}"
+            )
+        extra = ""
+        if "p50_ms" in a:
+            extra = (
+                f"dl p50/p99/max {a['p50_ms']:.1f}/{a['p99_ms']:.1f}/{a['max_ms']:.0f} ms, "
+                f"{a['commits_per_s']:.0f}/s; rs p50 {b.get('p50_ms', 0):.1f} ms, "
+                f"{b.get('commits_per_s', 0):.1f}/s"
+            )
+        out.append(
+            [
+                r["row"],
+                r["baseline"],
+                _cell(a.get("seconds"), ".4f"),
+                _cell(b.get("seconds"), ".4f"),
+                _cell(tr, ".2f"),
+                _cell(a.get("rss_peak_kib", 0) / 1024 if a else None, ".0f"),
+                _cell(b.get("rss_peak_kib", 0) / 1024 if b else None, ".0f"),
+                _cell(rr, ".2f"),
+                "; ".join(verdict) or "-",
+                extra,
+            ]
+        )
+    return out
+
+
+HEAD = [
+    "row",
+    "baseline",
+    "deltalog s",
+    "baseline s",
+    "time ratio",
+    "deltalog MiB",
+    "baseline MiB",
+    "RSS ratio",
+    "target",
+    "notes",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", nargs=3, metavar=("OP", "PATH", "ARGS"))
+    ap.add_argument("--prime", type=float)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int)
+    ap.add_argument("--workload", nargs="*")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
+    ap.add_argument("--data")
+    ap.add_argument("--prime-gib", type=float, default=2.0)
+    ap.add_argument("--profile", action="store_true", help="accepted for bench.sh; ignored")
+    ns = ap.parse_args(argv)
+    if ns.prime is not None:
+        br.prime_main(ns.prime)
+        return 0
+    if ns.child:
+        child_main(ns.child[0], ns.child[1], json.loads(ns.child[2]))
+        return 0
+    out = Path(ns.out)
+    data = Path(ns.data) if ns.data else out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    repeat = ns.repeat or (1 if ns.quick else 3)
+    selected = [
+        r for r in rows(ns.quick) if not ns.workload or any(w in r.name for w in ns.workload)
+    ]
+    built = tables(data, ns.quick, {r.table for r in selected})
+    scratch = out / "scratch"
+    scratch.mkdir(exist_ok=True)
+    results = []
+    for r in selected:
+        br._log(f"[run] {r.name}: {r.description}")
+        results.append(measure(r, built[r.table], repeat, scratch, ns.prime_gib))
+    shutil.rmtree(scratch, ignore_errors=True)
+    lines = table_lines(results)
+    print(br.text_table(HEAD, lines))
+    suffix = "_quick" if ns.quick else ""
+    (out / f"shapes{suffix}.json").write_text(
+        json.dumps(
+            {"results": results, "environment": br.environment(), "repeat": repeat}, indent=1
+        )
+    )
+    (out / f"shapes{suffix}.md").write_text(br.md_table(HEAD, lines) + "\n")
+    failed = any(r["a"] is None or (r["b"] is None and r.get("baseline") != "-") for r in results)
+    return 2 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
