@@ -41,6 +41,8 @@ from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
 _ADD = b'{"add":{'
 _REMOVE = b'{"remove":{'
 _COMMIT_INFO = b'{"commitInfo":'
+_WHITESPACE = b" \t\r\n"  # JSON's insignificant whitespace
+_HEAD = 32  # bytes of a line enough to name its action, whatever the spacing
 _BLOCK = 16 << 20
 _REQUIRED_ADD = ("path", "partitionValues", "size", "modificationTime", "dataChange")
 
@@ -133,17 +135,23 @@ def _conform(column: pa.StructArray, schema: pa.Schema, tags: pa.Array | None) -
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _tags(lines: list[bytes], action: str, target: pa.DataType) -> pa.Array | None:
-    """The lines' ``tags`` maps (``None`` when no line has any).
+def _tags(
+    lines: list[bytes], column: pa.StructArray, action: str, target: pa.DataType
+) -> pa.Array | None:
+    """The lines' ``tags`` maps (``None`` when no line has one that is not ``null``).
+
+    Whether any line has tags is known from the type the JSON reader inferred for them
+    (absent, or ``null`` in every line): only then are the lines parsed one by one.
 
     Raises:
         _Fallback: A ``tags`` value is not a map of strings.
     """
-    if not any(b'"tags":' in line for line in lines):
+    i = column.type.get_field_index("tags")
+    if i < 0 or pa.types.is_null(column.type.field(i).type):
         return None
     values = []
     for line in lines:
-        tags = orjson.loads(line)[action].get("tags") if b'"tags":' in line else None
+        tags = orjson.loads(line)[action].get("tags")
         if tags is not None and not isinstance(tags, dict):
             raise _Fallback
         values.append(tags)
@@ -262,13 +270,18 @@ def _parse_commits(
     for version, data in commits:
         out.last_commit_info = None
         for line in data.split(b"\n"):
-            if line.startswith(_ADD):
+            # Compact lines (delta-spark, deltalog, delta-rs) match as they are; others (spaced
+            # JSON) once their head is stripped of whitespace. Whitespace inside a key in the
+            # head is removed too: the reader below then sees a field it does not expect and
+            # the exact parser runs.
+            head = line if line.startswith(_ADD) else line[:_HEAD].translate(None, _WHITESPACE)
+            if head.startswith(_ADD):
                 add_lines.append(line)
                 out.order.append(True)
-            elif line.startswith(_REMOVE):
+            elif head.startswith(_REMOVE):
                 remove_lines.append(line)
                 out.order.append(False)
-            elif line.startswith(_COMMIT_INFO):
+            elif head.startswith(_COMMIT_INFO):
                 info = parse_line(line)
                 if not isinstance(info, CommitInfo):
                     return None
@@ -293,7 +306,7 @@ def _parse_commits(
         for name in _REQUIRED_ADD:
             if column.field(name).null_count:
                 return None
-        tags = _tags(add_lines, "add", FILES_SCHEMA.field("tags").type)
+        tags = _tags(add_lines, column, "add", FILES_SCHEMA.field("tags").type)
         out.adds = _conform(column, FILES_SCHEMA, tags)
     if remove_lines:
         order = _key_order(remove_lines[0], "remove", columns)
@@ -302,7 +315,7 @@ def _parse_commits(
         column = _read(remove_lines, "remove", order)
         if column is None or column.field("path").null_count:
             return None
-        _tags(remove_lines, "remove", FILES_SCHEMA.field("tags").type)  # checked, not kept
+        _tags(remove_lines, column, "remove", FILES_SCHEMA.field("tags").type)  # checked, not kept
         removes = _conform(column, TOMBSTONES_SCHEMA, None)
         i = TOMBSTONES_SCHEMA.get_field_index("data_change")
         data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
