@@ -18,6 +18,7 @@ import orjson
 
 from deltalog.check import CheckReport, check_table
 from deltalog.errors import CorruptLogError, DeltaLogError, InvalidInputError
+from deltalog.history import table_history
 from deltalog.table import DeltaTable
 
 EXIT_ERROR = 2
@@ -157,10 +158,9 @@ def cmd_files(args: argparse.Namespace) -> None:
 
 def cmd_history(args: argparse.Namespace) -> None:
     """``deltalog history``."""
-    table = _open(args)
-    entries = table.history(limit=args.limit)
+    entries = table_history(args.table, _options(args.option or []), args.limit)
     if args.json:
-        _emit({"table": table.uri, "history": entries})
+        _emit({"table": args.table, "history": entries})
         return
     for e in entries:
         params = e.get("operationParameters") or {}

@@ -28,13 +28,13 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import protocol_for_new_table
-from deltalog.logstores import LogFileNotFoundError
+from deltalog.history import read_history
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
 from deltalog.properties import check_properties
 from deltalog.read import read_rows
-from deltalog.replay import read_commit, replay
+from deltalog.replay import replay
 from deltalog.retention import cleanup_log
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, commit_times, list_log
@@ -295,28 +295,7 @@ class DeltaTable:
         if limit is not None:
             check_version_number(limit, "limit")
         listing = list_log(self._storage, use_hint=False)
-        times = commit_times(listing)
-        versions = sorted((v for v in listing.commits if v <= self.version()), reverse=True)
-        if limit is not None:
-            versions = versions[: max(limit, 0)]
-        out = []
-        for v in versions:
-            status = listing.commits[v]
-            entry: dict[str, Any] = {"version": v}
-            try:
-                actions = read_commit(self._storage, status.name, v)
-            except LogFileNotFoundError:
-                break  # cleaned up while we listed
-            for action in actions:
-                if action.KEY == "commitInfo":
-                    entry.update(action.to_json_dict())
-                    if "timestamp" in entry:
-                        entry["commitTimestamp"] = entry["timestamp"]
-                    break
-            entry["version"] = v
-            entry["timestamp"] = times[v]
-            out.append(entry)
-        return out
+        return read_history(self._storage, listing, self.version(), limit)
 
     # ------------------------------------------------------------------ writing
     def transaction(

@@ -188,7 +188,7 @@ def test_golden_tables_reformatted(
             continue  # a deliberately malformed log: nothing to reformat
         dst = tmp_path / str(i)
         shutil.copytree(src, dst)
-        for (v, data), p in zip(recoded, commits, strict=True):
+        for (_v, data), p in zip(recoded, commits, strict=True):
             (dst / "_delta_log" / p.name).write_bytes(data)
         for label, contents in (("original", originals), (fmt, recoded)):
             if contents and (
