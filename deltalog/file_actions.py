@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -86,6 +86,17 @@ def arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
         "",
     )
     return pc.if_else(pc.is_null(dv), path, pc.binary_join_element_wise(path, dv_id, "\x00"))
+
+
+def _apply_live(live: dict[str, str], actions: Sequence[AddFile | RemoveFile], prefix: str) -> None:
+    """Apply one commit's file actions, in log order, to a live path index."""
+    for action in actions:
+        path = canonical_path(action.path, prefix)
+        key = path if action.dv_id is None else f"{path}\x00{action.dv_id}"
+        if isinstance(action, AddFile):
+            live[path] = key
+        elif live.get(path) == key:
+            del live[path]
 
 
 def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -286,6 +297,9 @@ class PendingFiles:
         self._parent = parent
         self._actions = tuple(actions)
         self._lock = threading.Lock()
+        # Live canonical path -> its file key, owned by the newest node that asked for it or
+        # inherited it (see live_paths).
+        self._live: dict[str, str] | None = None
 
     @classmethod
     def merged(cls, files: Keyed, tombstones: Keyed, prefix: str) -> PendingFiles:
@@ -296,7 +310,38 @@ class PendingFiles:
         """The state after one more commit's file actions."""
         if not actions:
             return self
-        return PendingFiles(self._prefix, parent=self, actions=actions)
+        child = PendingFiles(self._prefix, parent=self, actions=actions)
+        with self._lock:
+            live, self._live = self._live, None
+        if live is not None:  # hand the index on: a writer only ever asks its newest state
+            _apply_live(live, actions, self._prefix)
+            child._live = live
+        return child
+
+    def live_paths(self) -> Mapping[str, str]:
+        """Canonical path -> file key of every live file, for membership tests.
+
+        Built from the merged files the first time it is asked for, then kept up to date as
+        the state advances: :meth:`then` moves it to the new state and applies that commit's
+        actions to it, so a writer's duplicate-path check costs O(files in the commit), not
+        O(files in the table). A state whose index moved on builds a new one if asked again.
+        """
+        with self._lock:
+            live = self._live
+        if live is None:
+            table = self.get()[0].table
+            paths = canonical_paths(table.column("path"), self._prefix).to_pylist()
+            dv = table.column("deletion_vector")
+            if dv.null_count == len(dv):
+                live = dict(zip(paths, paths, strict=True))
+            else:
+                keys = arrow_keys(table, self._prefix).to_pylist()
+                live = dict(zip(paths, keys, strict=True))
+            with self._lock:
+                if self._live is None:
+                    self._live = live
+                live = self._live
+        return live
 
     def get(self) -> tuple[Keyed, Keyed]:
         """The merged (files, tombstones)."""

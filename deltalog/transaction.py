@@ -46,8 +46,6 @@ from deltalog.commit import (
 )
 from deltalog.conflicts import (
     ISOLATION_LEVELS,
-    SNAPSHOT_ISOLATION,
-    WRITE_SERIALIZABLE,
     TransactionReads,
     WinningCommit,
     check_winner,
@@ -60,7 +58,6 @@ from deltalog.errors import (
     DuplicateFileError,
     FileNotInTableError,
     InvalidInputError,
-    PartitionValueError,
     TransactionClosedError,
 )
 from deltalog.features import (
@@ -68,13 +65,20 @@ from deltalog.features import (
 )
 from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
 from deltalog.logstores import FileStatus, LogFileNotFoundError
-from deltalog.partitions import parse_partition_value
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
 from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
+from deltalog.staging import (
+    check_not_live,
+    check_partition_values,
+    check_removes_everything,
+    drop_readds,
+    find_txn_commit,
+    isolation_level,
+)
 from deltalog.storage import TableStorage
 from deltalog.table_changes import metadata_change, protocol_upgrade
 from deltalog.user_input import (
@@ -324,7 +328,9 @@ class Transaction:
             if isinstance(item, tuple):
                 add = next(described_iter)
             elif isinstance(item, AddFile):
-                self._check_partition_values(item.partition_values, item.path)
+                check_partition_values(
+                    self._snapshot, self._metadata, item.partition_values, item.path
+                )
                 add = item
             else:
                 raise InvalidInputError(f"cannot add {item!r}: expected an AddFile or a path")
@@ -536,7 +542,7 @@ class Transaction:
         covered = [t for t in self._txns.values() if txn_covers(snap.txns.get(t.app_id), t)]
         if covered and len(covered) == len(self._txns):
             self.no_op = True
-            return self._find_txn_commit(covered[0])
+            return find_txn_commit(self._storage, self._snapshot.version, covered[0])
         if covered:
             raise InvalidInputError(
                 f"the table already holds txn {covered[0].app_id!r} at version "
@@ -547,7 +553,7 @@ class Transaction:
         if not actions:
             self.no_op = True
             return snap.version
-        level = self._isolation_level(actions)
+        level = isolation_level(actions, self._isolation, self._snapshot)
         info = make_commit_info(
             operation=self._operation,
             parameters=self._parameters,
@@ -643,23 +649,6 @@ class Transaction:
         except Exception:  # the commit outcome stands; the table can replay instead
             _log.warning("could not advance the snapshot in memory", exc_info=True)
 
-    def _find_txn_commit(self, txn: Txn) -> int:
-        """The version whose commit holds ``txn``'s (app id, version), newest first."""
-        version = self._snapshot.version
-        while version >= 0:
-            try:
-                actions = read_commit(self._storage, commit_name(version), version)
-            except LogFileNotFoundError:
-                break
-            for action in actions:
-                if isinstance(action, Txn) and action.app_id == txn.app_id:
-                    if action.version == txn.version:
-                        return version
-                    if action.version < txn.version:
-                        return self._snapshot.version
-            version -= 1
-        return self._snapshot.version
-
     def _prepare(self) -> list[Action]:
         """Validate the staged changes and lay them out in commit order."""
         snap = self._snapshot
@@ -680,10 +669,10 @@ class Transaction:
                 "upgrade with update_protocol() to write domain metadata"
             )
         if self._metadata_rewrites_data:
-            self._check_removes_everything()
+            check_removes_everything(snap, self._removes, self._read_whole_table, self._prefix)
         if self._described:
-            self._check_not_live()
-        self._drop_readds()
+            check_not_live(snap, self._adds, self._described, self._removes, self._prefix)
+        drop_readds(self._adds, self._removes, self._described, self._prefix)
         actions: list[Action] = []
         if self._protocol is not None:
             actions.append(self._protocol)
@@ -695,72 +684,6 @@ class Transaction:
         actions += self._adds.values()
         actions += self._cdc
         return actions
-
-    def _drop_readds(self) -> None:
-        """Stage nothing for a file that is both removed and added back unchanged.
-
-        A commit holding ``remove`` and ``add`` of the same path (and deletion vector) is
-        read differently by engines (delta-rs drops the file, deltalog keeps it) and is a
-        ``duplicate-file-action`` for ``check``. The file is live before and after, so the
-        pair means no change for it, which is what delta-spark ends up with: neither is
-        committed. A remove and an add with different deletion vectors stay (an update).
-        """
-        for key, add in list(self._adds.items()):
-            remove_key = canonical_path(add.path, self._prefix)
-            remove = self._removes.get(remove_key)
-            if remove is not None and file_key(remove.path, remove.dv_id, self._prefix) == key:
-                del self._adds[key]
-                del self._removes[remove_key]
-                self._described.discard(key)
-
-    def _check_removes_everything(self) -> None:
-        live = canonical_paths(self._snapshot.paths(), self._prefix)
-        removed = pa.array(list(self._removes), pa.string())
-        if not self._read_whole_table or not pc.all(pc.is_in(live, value_set=removed)).as_py():
-            raise InvalidInputError(
-                "the new metadata drops or retypes columns or changes partitioning; existing "
-                "files would not match it. Read the whole table and remove every file in the "
-                "same transaction (an overwrite)."
-            )
-
-    def _check_not_live(self) -> None:
-        described = [a.path for k, a in self._adds.items() if k in self._described]
-        keys = canonical_paths(pa.array(described, pa.string()), self._prefix)
-        live = canonical_paths(self._snapshot.paths(), self._prefix)
-        hit = pc.is_in(keys, value_set=live)
-        for path, key, is_live in zip(described, keys.to_pylist(), hit.to_pylist(), strict=True):
-            if is_live and key not in self._removes:
-                raise DuplicateFileError(f"{path!r} is already in the table")
-
-    def _check_partition_values(self, values: Mapping[str, str | None], path: str) -> None:
-        snap = self._snapshot
-        columns = (self._metadata or snap.metadata).partition_columns
-        if set(values) != set(columns):
-            raise PartitionValueError(
-                f"{path!r} has partition values for {sorted(values)}, the table is partitioned "
-                f"by {list(columns)}"
-            )
-        schema = (
-            snap.schema
-            if self._metadata is None
-            else StructType.from_json_string(self._metadata.schema_string or "")
-        )
-        for name in columns:
-            parse_partition_value(values[name], schema.field(name).type)
-
-    def _isolation_level(self, actions: list[Action]) -> str:
-        file_actions = [a for a in actions if isinstance(a, AddFile | RemoveFile | AddCDCFile)]
-        if len(file_actions) == len(actions) and not any(a.data_change for a in file_actions):
-            return SNAPSHOT_ISOLATION
-        if self._isolation is not None:
-            return self._isolation
-        configured = self._snapshot.configuration.get("delta.isolationLevel")
-        if configured is None:
-            return WRITE_SERIALIZABLE
-        if configured not in ISOLATION_LEVELS:
-            _log.warning("unknown delta.isolationLevel %r; using Serializable", configured)
-            return "Serializable"
-        return configured
 
     def _is_blind_append(self) -> bool:
         reads = bool(self._predicates or self._read)

@@ -1,0 +1,155 @@
+"""Checks and metrics of the file actions a transaction stages, before they are committed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn
+from deltalog.conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
+from deltalog.errors import DuplicateFileError, InvalidInputError, PartitionValueError
+from deltalog.file_actions import canonical_path, canonical_paths, file_key
+from deltalog.logstores import LogFileNotFoundError
+from deltalog.partitions import parse_partition_value
+from deltalog.paths import commit_name
+from deltalog.replay import read_commit
+from deltalog.schema import StructType
+from deltalog.snapshot import Snapshot
+from deltalog.storage import TableStorage
+
+_log = logging.getLogger("deltalog.transaction")
+
+
+def drop_readds(
+    adds: dict[str, AddFile], removes: dict[str, RemoveFile], described: set[str], prefix: str
+) -> None:
+    """Stage nothing for a file that is both removed and added back unchanged.
+
+    A commit holding ``remove`` and ``add`` of the same path (and deletion vector) is read
+    differently by engines (delta-rs drops the file, deltalog keeps it) and is a
+    ``duplicate-file-action`` for ``check``. The file is live before and after, so the pair
+    means no change for it, which is what delta-spark ends up with: neither is committed. A
+    remove and an add with different deletion vectors stay (an update).
+
+    Args:
+        adds: Staged adds by file key (changed in place).
+        removes: Staged removes by canonical path (changed in place).
+        described: Keys of adds the caller described (changed in place).
+        prefix: The table's scheme prefix.
+    """
+    for key, add in list(adds.items()):
+        remove_key = canonical_path(add.path, prefix)
+        remove = removes.get(remove_key)
+        if remove is not None and file_key(remove.path, remove.dv_id, prefix) == key:
+            del adds[key]
+            del removes[remove_key]
+            described.discard(key)
+
+
+def check_removes_everything(
+    snapshot: Snapshot, removes: Mapping[str, RemoveFile], read_whole_table: bool, prefix: str
+) -> None:
+    """A metadata change that rewrites data must remove every live file it read.
+
+    Raises:
+        InvalidInputError: It does not.
+    """
+    live = canonical_paths(snapshot.paths(), prefix)
+    removed = pa.array(list(removes), pa.string())
+    if not read_whole_table or not pc.all(pc.is_in(live, value_set=removed)).as_py():
+        raise InvalidInputError(
+            "the new metadata drops or retypes columns or changes partitioning; existing "
+            "files would not match it. Read the whole table and remove every file in the "
+            "same transaction (an overwrite)."
+        )
+
+
+def check_not_live(
+    snapshot: Snapshot,
+    adds: Mapping[str, AddFile],
+    described: set[str],
+    removes: Mapping[str, RemoveFile],
+    prefix: str,
+) -> None:
+    """No described add may name a file that is live and not removed by the same commit.
+
+    The snapshot's live path index is used (built once, then advanced commit by commit), so
+    the check costs O(adds), not O(files in the table).
+
+    Raises:
+        DuplicateFileError: Naming the first such file.
+    """
+    live = snapshot.file_state.live_paths()
+    for key, add in adds.items():
+        if key in described:
+            path = canonical_path(add.path, prefix)
+            if path in live and path not in removes:
+                raise DuplicateFileError(f"{add.path!r} is already in the table")
+
+
+def check_partition_values(
+    snapshot: Snapshot, staged: Metadata | None, values: Mapping[str, str | None], path: str
+) -> None:
+    """Partition values of a described file must fit the (staged or current) metadata.
+
+    Raises:
+        PartitionValueError: Other columns than the table's, or an unparseable value.
+    """
+    columns = (staged or snapshot.metadata).partition_columns
+    if set(values) != set(columns):
+        raise PartitionValueError(
+            f"{path!r} has partition values for {sorted(values)}, the table is partitioned "
+            f"by {list(columns)}"
+        )
+    schema = (
+        snapshot.schema
+        if staged is None
+        else StructType.from_json_string(staged.schema_string or "")
+    )
+    for name in columns:
+        parse_partition_value(values[name], schema.field(name).type)
+
+
+def isolation_level(actions: list[Action], explicit: str | None, snapshot: Snapshot) -> str:
+    """The isolation level a commit of ``actions`` runs at.
+
+    Only non-data-changing file actions: snapshot isolation. Else the transaction's own level,
+    the table's ``delta.isolationLevel``, or WriteSerializable.
+    """
+    file_actions = [a for a in actions if isinstance(a, AddFile | RemoveFile | AddCDCFile)]
+    if len(file_actions) == len(actions) and not any(a.data_change for a in file_actions):
+        return SNAPSHOT_ISOLATION
+    if explicit is not None:
+        return explicit
+    configured = snapshot.configuration.get("delta.isolationLevel")
+    if configured is None:
+        return WRITE_SERIALIZABLE
+    if configured not in ISOLATION_LEVELS:
+        _log.warning("unknown delta.isolationLevel %r; using Serializable", configured)
+        return "Serializable"
+    return configured
+
+
+def find_txn_commit(storage: TableStorage, latest: int, txn: Txn) -> int:
+    """The version whose commit holds ``txn``'s (app id, version), searched from ``latest`` down.
+
+    ``latest`` when none does (an older version of the app's txn is found first, or the log
+    was cleaned up).
+    """
+    version = latest
+    while version >= 0:
+        try:
+            actions = read_commit(storage, commit_name(version), version)
+        except LogFileNotFoundError:
+            break
+        for action in actions:
+            if isinstance(action, Txn) and action.app_id == txn.app_id:
+                if action.version == txn.version:
+                    return version
+                if action.version < txn.version:
+                    return latest
+        version -= 1
+    return latest
