@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog.check import CheckReport, check_table
 from deltalog.errors import CorruptLogError, DeltaLogError, InvalidInputError
@@ -126,12 +130,45 @@ def _print_describe(doc: dict[str, Any]) -> None:
         print(f"  {f.get('name')}: {shown}{null}")
 
 
-def _files(table: DeltaTable) -> list[dict[str, Any]]:
-    cols = ["path", "size", "partition_values", "modification_time", "data_change", "stats"]
-    rows: list[dict[str, Any]] = table.files().select(cols).to_pylist()
+#: Rows converted and written at a time by ``files``: output streams, memory stays bounded.
+_BATCH = 50_000
+_FILE_COLUMNS = ["path", "size", "partition_values", "modification_time", "data_change", "stats"]
+_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: Arrow and datetime format alike
+
+
+def _batches(files: pa.Table) -> Iterator[pa.RecordBatch]:
+    yield from files.to_batches(max_chunksize=_BATCH)
+
+
+def _file_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = batch.select(_FILE_COLUMNS).to_pylist()
     for row in rows:
         row["partition_values"] = dict(row["partition_values"] or [])
     return rows
+
+
+def _stamps(ms: pa.Array) -> list[str]:
+    """:func:`_ts` of each value, formatted by Arrow where every value is in its range."""
+    in_range = pc.and_(pc.greater_equal(ms, 0), pc.less_equal(ms, _MAX_MS))
+    if len(ms) and pc.all(in_range).as_py():
+        text = pc.strftime(ms.cast(pa.timestamp("ms", tz="UTC")), format="%Y-%m-%d %H:%M:%S")
+        return ["-" if t is None else t + "Z" for t in text.to_pylist()]
+    return [_ts(m) for m in ms.to_pylist()]
+
+
+def _file_lines(batch: pa.RecordBatch) -> str:
+    stamps = _stamps(batch.column("modification_time"))
+    lines = []
+    for size, stamp, path, pv in zip(
+        batch.column("size").to_pylist(),
+        stamps,
+        batch.column("path").to_pylist(),
+        batch.column("partition_values").to_pylist(),
+        strict=True,
+    ):
+        parts = ",".join(f"{k}={v}" for k, v in dict(pv or []).items())
+        lines.append(f"{size:>12,}  {stamp}  {path}  {parts}\n")
+    return "".join(lines)
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
@@ -144,16 +181,23 @@ def cmd_describe(args: argparse.Namespace) -> None:
 
 
 def cmd_files(args: argparse.Namespace) -> None:
-    """``deltalog files``."""
+    """``deltalog files``: streamed in batches (text mode never reads statistics)."""
     table = _open(args)
-    rows = _files(table)
+    out = sys.stdout
     if args.json:
-        _emit({"table": table.uri, "version": table.version(), "files": rows})
+        head = orjson.dumps({"table": table.uri, "version": table.version()})[:-1]
+        out.write(head.decode() + ',"files":[')
+        sep = "\n"
+        for batch in _batches(table.files()):
+            for row in _file_rows(batch):
+                out.write(sep + orjson.dumps(row).decode())
+                sep = ",\n"
+        out.write("\n]}\n")
         return
-    for row in rows:
-        parts = ",".join(f"{k}={v}" for k, v in row["partition_values"].items())
-        print(f"{row['size']:>12,}  {_ts(row['modification_time'])}  {row['path']}  {parts}")
-    print(f"{len(rows)} files at version {table.version()}")
+    files = table.files(with_stats=False)
+    for batch in _batches(files):
+        out.write(_file_lines(batch))
+    out.write(f"{files.num_rows} files at version {table.version()}\n")
 
 
 def cmd_history(args: argparse.Namespace) -> None:
@@ -214,9 +258,57 @@ def _print_check(report: CheckReport) -> None:
     print(f"{s['error']} errors, {s['warning']} warnings, {s['info']} infos")
 
 
+class _CheckProgress:
+    """``check``'s progress on stderr (a terminal), from the first second on.
+
+    A daemon thread redraws it twice a second with the elapsed time, so a long step still
+    shows that the check is alive.
+    """
+
+    def __init__(self) -> None:
+        self._start = time.monotonic()
+        self._state = "starting"
+        self._done = threading.Event()
+        self._shown = False
+        self._thread = threading.Thread(target=self._draw, name="deltalog-progress", daemon=True)
+        self._thread.start()
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        self._state = f"{done:,} of {total:,} {step}"
+
+    def _draw(self) -> None:
+        if self._done.wait(1.0):
+            return
+        while True:
+            elapsed = time.monotonic() - self._start
+            sys.stderr.write(f"\r\033[Kchecking: {self._state} ({elapsed:.0f} s)")
+            sys.stderr.flush()
+            self._shown = True
+            if self._done.wait(0.5):
+                return
+
+    def close(self) -> None:
+        """Stop drawing and clear the progress line (if one was shown)."""
+        self._done.set()
+        self._thread.join()
+        if self._shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """``deltalog check``."""
-    report = check_table(args.table, _options(args.option or []), data_files=not args.no_data_files)
+    progress = _CheckProgress() if not args.json and sys.stderr.isatty() else None
+    try:
+        report = check_table(
+            args.table,
+            _options(args.option or []),
+            data_files=not args.no_data_files,
+            progress=progress,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
     if args.json:
         _emit(report.to_json())
     else:

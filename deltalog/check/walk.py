@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from deltalog.actions import Action, parse_actions
 from deltalog.check.actions import ActionChecks
@@ -16,9 +16,16 @@ from deltalog.paths import commit_name, parse_log_name
 from deltalog.segment import Checkpoint, classify, list_entries
 from deltalog.storage import TableStorage
 
+#: ``progress(step, done, total)``: ``step`` is ``"versions"`` (log versions walked).
+Progress = Callable[[str, int, int], None]
+
 
 def check_table(
-    uri: str, storage_options: Mapping[str, str] | None = None, *, data_files: bool = True
+    uri: str,
+    storage_options: Mapping[str, str] | None = None,
+    *,
+    data_files: bool = True,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """Check the Delta table at ``uri``; works on logs ``DeltaTable`` refuses to open.
 
@@ -27,6 +34,7 @@ def check_table(
         storage_options: Options for the log store.
         data_files: Also check that live data files exist with their logged sizes, and
             report orphans (one recursive listing of the table).
+        progress: Called after each log version is walked (a long check's progress).
 
     Returns:
         The findings; ``report.ok`` is true when there is no error.
@@ -35,17 +43,21 @@ def check_table(
         TableNotFoundError: There is no Delta log at ``uri``.
         StorageError: The store failed while reading.
     """
-    return check_storage(TableStorage.open(uri, storage_options), data_files=data_files)
+    storage = TableStorage.open(uri, storage_options)
+    return check_storage(storage, data_files=data_files, progress=progress)
 
 
-def check_storage(storage: TableStorage, *, data_files: bool = True) -> CheckReport:
+def check_storage(
+    storage: TableStorage, *, data_files: bool = True, progress: Progress | None = None
+) -> CheckReport:
     """Check the table on ``storage``; see :func:`check_table`."""
-    return _Walk(storage).run(data_files=data_files)
+    return _Walk(storage, progress).run(data_files=data_files)
 
 
 class _Walk:
-    def __init__(self, storage: TableStorage) -> None:
+    def __init__(self, storage: TableStorage, progress: Progress | None = None) -> None:
         self.storage = storage
+        self.progress = progress
         self.findings = Findings()
         self.checks = ActionChecks(storage.root, self.findings)
         self.checkpoints = CheckpointChecks(storage, self.checks)
@@ -117,7 +129,8 @@ class _Walk:
         """
         state = TableState() if 0 in commits else None
         previous = -1
-        for version in sorted(commits.keys() | checkpoints.keys()):
+        versions = sorted(commits.keys() | checkpoints.keys())
+        for done, version in enumerate(versions, 1):
             if version != previous + 1:
                 state = None  # a gap: replay resumes at the next readable checkpoint
             previous = version
@@ -145,6 +158,8 @@ class _Walk:
                     )
             if status is None and not loaded_any:
                 state = None  # neither the commit nor a checkpoint gives this version
+            if self.progress is not None:
+                self.progress("versions", done, len(versions))
         return state
 
     def _read_commit(self, version: int, name: str) -> list[Action] | None:

@@ -1,0 +1,99 @@
+"""CLI ``files`` streams batches with the same output as row by row; ``check`` progress."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from tableutil import write_parquet
+
+import deltalog.cli as cli
+from deltalog import DeltaTable
+from deltalog.check import check_table
+
+
+def _row_by_row(files: pa.Table) -> str:
+    """The ``files`` text output as formatted before streaming (one row at a time)."""
+    out = []
+    for row in files.to_pylist():
+        pv = dict(row["partition_values"] or [])
+        parts = ",".join(f"{k}={v}" for k, v in pv.items())
+        stamp = cli._ts(row["modification_time"])
+        out.append(f"{row['size']:>12,}  {stamp}  {row['path']}  {parts}\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize(
+    "mtimes",
+    [[1_700_000_000_123, 0, 5], [1_700_000_000_123, -5, 253_402_300_800_000], [None, 1, 2]],
+)
+def test_file_lines_equal_row_by_row(mtimes: list[int | None]) -> None:
+    files = pa.table(
+        {
+            "path": ["a", "p=x%20y/b", "c"],
+            "size": [1, 1_234_567, 0],
+            "partition_values": pa.array(
+                [[], [("p", "x y"), ("q", None)], [("p", "z")]],
+                pa.map_(pa.string(), pa.string()),
+            ),
+            "modification_time": pa.array(mtimes, pa.int64()),
+        }
+    )
+    batch = files.to_batches()[0]
+    assert cli._file_lines(batch) == _row_by_row(files)
+
+
+@pytest.fixture
+def table_uri(tmp_path: Path) -> str:
+    t = DeltaTable.create(
+        str(tmp_path), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_by=["p"]
+    )
+    for i in range(7):
+        t.append_files([write_parquet(tmp_path, f"p={i % 2}/f{i}.parquet", pa.table({"id": [i]}))])
+    return str(tmp_path)
+
+
+def test_files_streams_in_batches(
+    table_uri: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "_BATCH", 3)
+    assert cli.main(["files", table_uri]) == 0
+    out = capsys.readouterr().out
+    files = DeltaTable(table_uri).files()
+    assert out == _row_by_row(files) + "7 files at version 7\n"
+    assert cli.main(["files", table_uri, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["version"] == 7 and doc["table"] == table_uri
+    assert [f["path"] for f in doc["files"]] == files.column("path").to_pylist()
+    assert doc["files"][0]["stats"] == files.column("stats")[0].as_py()
+    assert doc["files"][0]["partition_values"] == {"p": "0"}
+
+
+def test_check_reports_progress(table_uri: str) -> None:
+    calls: list[tuple[str, int, int]] = []
+    check_table(table_uri, progress=lambda *a: calls.append(a))
+    assert calls[-1] == ("versions", 8, 8)
+    assert [c[1] for c in calls] == list(range(1, 9))
+
+
+def test_check_progress_off_when_not_a_tty(
+    table_uri: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    cli.main(["check", table_uri, "--no-data-files"])
+    assert "checking" not in capsys.readouterr().err
+
+
+def test_check_progress_drawn_on_a_tty(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = cli._CheckProgress()
+    progress("versions", 3, 10)
+    progress._start -= 5  # as if the check had been running for a while
+    import time
+
+    time.sleep(1.2)
+    progress.close()
+    err = capsys.readouterr().err
+    assert "checking: 3 of 10 versions" in err and err.endswith("\r\033[K")
