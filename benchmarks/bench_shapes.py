@@ -442,7 +442,14 @@ def child_main(name: str, path: str, args: dict[str, Any]) -> None:
     import pyarrow.compute
     import pyarrow.parquet  # noqa: F401
 
-    import deltalog  # noqa: F401
+    import deltalog
+    import deltalog.cli
+    import deltalog.table  # noqa: F401
+
+    try:  # deltalog's open makes pyarrow import pandas (see README): same baseline for both
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
 
     base = br._maxrss_kib()
     res = op(name, path, args)

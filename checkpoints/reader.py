@@ -101,7 +101,8 @@ def _valid_rows(arr: pa.Array) -> pa.Array:
     count = len(arr) - arr.null_count
     if count == 0:
         return arr.slice(0, 0)
-    first = pc.index(valid, True).as_py()
+    # A computed True: pc.index(valid, True) converts a Python value, which imports pandas.
+    first = pc.index(valid, pc.any(valid)).as_py()
     if pc.all(valid.slice(first, count)).as_py():
         return arr.slice(first, count)
     return arr.filter(valid)
