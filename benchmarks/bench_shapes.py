@@ -17,6 +17,7 @@ the CLI's ``files``/``check`` on the big table. Medians go to ``<out>/shapes.jso
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import shutil
@@ -446,10 +447,8 @@ def child_main(name: str, path: str, args: dict[str, Any]) -> None:
     import deltalog.cli
     import deltalog.table  # noqa: F401
 
-    try:  # deltalog's open makes pyarrow import pandas (see README): same baseline for both
-        import pandas  # noqa: F401
-    except ImportError:
-        pass
+    with contextlib.suppress(ImportError):  # deltalog's open makes pyarrow import pandas
+        import pandas  # noqa: F401  (see README): the same baseline for both engines
 
     base = br._maxrss_kib()
     res = op(name, path, args)
