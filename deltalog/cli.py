@@ -147,28 +147,30 @@ def _file_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     return rows
 
 
-def _stamps(ms: pa.Array) -> list[str]:
+def _stamps(ms: pa.Array) -> pa.Array:
     """:func:`_ts` of each value, formatted by Arrow where every value is in its range."""
     in_range = pc.and_(pc.greater_equal(ms, 0), pc.less_equal(ms, _MAX_MS))
     if len(ms) and pc.all(in_range).as_py():
         text = pc.strftime(ms.cast(pa.timestamp("ms", tz="UTC")), format="%Y-%m-%d %H:%M:%S")
-        return ["-" if t is None else t + "Z" for t in text.to_pylist()]
-    return [_ts(m) for m in ms.to_pylist()]
+        return pc.fill_null(pc.binary_join_element_wise(text, "Z", ""), "-")
+    return pa.array([_ts(m) for m in ms.to_pylist()], pa.string())
 
 
 def _file_lines(batch: pa.RecordBatch) -> str:
+    """``files``'s text lines of a batch, built column by column.
+
+    No Python object is made per row except the size (which needs a thousands separator).
+    """
+    sizes = pa.array([f"{n:>12,}" for n in batch.column("size").to_pylist()], pa.string())
     stamps = _stamps(batch.column("modification_time"))
-    lines = []
-    for size, stamp, path, pv in zip(
-        batch.column("size").to_pylist(),
-        stamps,
-        batch.column("path").to_pylist(),
-        batch.column("partition_values").to_pylist(),
-        strict=True,
-    ):
-        parts = ",".join(f"{k}={v}" for k, v in dict(pv or []).items())
-        lines.append(f"{size:>12,}  {stamp}  {path}  {parts}\n")
-    return "".join(lines)
+    pv = batch.column("partition_values")
+    # A slice's offsets index the whole child arrays: pair them with the unsliced keys/items.
+    pairs = pc.binary_join_element_wise(pv.keys, pc.fill_null(pv.items, "None"), "=")
+    parts = pc.binary_join(pa.ListArray.from_arrays(pv.offsets, pairs), ",")
+    lines = pc.binary_join_element_wise(
+        sizes, stamps, batch.column("path"), pc.fill_null(parts, ""), "  "
+    )
+    return "\n".join(lines.to_pylist()) + "\n" if len(lines) else ""
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
