@@ -8,6 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltalog import AddFile, DeltaTable
+
 
 def write_parquet(root: str | Path, relative: str, table: pa.Table) -> str:
     """Write ``table`` to ``root/relative`` (directories created); return ``relative``."""
@@ -82,3 +84,22 @@ def write_append_log(root: str | Path, commits: int, *, interval: int = 10) -> N
         snapshot = advance(snapshot, [(v, parse_actions(data, version=v, path=""), t0 + v)])
         if v % interval == 0:
             write_snapshot_checkpoint(storage, snapshot)
+
+
+def one_row_add(path: str) -> AddFile:
+    """An ``add`` of a (not necessarily existing) one-row file, for log-level tests."""
+    return AddFile(
+        path=path,
+        partition_values={},
+        size=1,
+        modification_time=0,
+        data_change=True,
+        stats='{"numRecords":1}',
+    )
+
+
+def commit_one(table: DeltaTable, path: str) -> int:
+    """Commit one :func:`one_row_add` through a transaction; the version it landed at."""
+    tx = table.transaction()
+    tx.add(one_row_add(path))
+    return tx.commit()

@@ -15,9 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tableutil import commit_one
 
 from deltalog import (
-    AddFile,
     DeltaLogError,
     DeltaTable,
     VersionNotFoundError,
@@ -31,23 +31,6 @@ RETENTION_0 = {"delta.logRetentionDuration": "interval 0 seconds"}
 TIMEOUT = 120.0
 
 
-def _add(path: str) -> AddFile:
-    return AddFile(
-        path=path,
-        partition_values={},
-        size=1,
-        modification_time=0,
-        data_change=True,
-        stats='{"numRecords":1}',
-    )
-
-
-def _commit(table: DeltaTable, path: str) -> int:
-    tx = table.transaction()
-    tx.add(_add(path))
-    return tx.commit()
-
-
 # ------------------------------------------------------------------ listing holes (item 2)
 def test_a_listing_that_misses_a_commit_being_written_is_taken_again(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
@@ -55,7 +38,7 @@ def test_a_listing_that_misses_a_commit_being_written_is_taken_again(
     root = str(tmp_path / "t")
     writer = DeltaTable.create(root, SCHEMA)
     for i in range(3):
-        _commit(writer, f"f{i}.parquet")
+        commit_one(writer, f"f{i}.parquet")
     original = LocalLogStore.list_from
     torn = [f"{2:020d}.json"]  # the first listing misses version 2, as one taken mid-commit can
 
@@ -90,7 +73,7 @@ def _writer(root: str, n: int, start: Any, results: Any) -> None:
         table = DeltaTable(root)
         start.wait(timeout=TIMEOUT)
         for i in range(n):
-            _commit(table, f"{multiprocessing.current_process().name}-{i}.parquet")
+            commit_one(table, f"{multiprocessing.current_process().name}-{i}.parquet")
             counts.commits += 1
     except BaseException:
         counts.errors += 1
@@ -165,7 +148,7 @@ def _cleanup_while_first_read(
     def read(self: LocalLogStore, path: str) -> bytes:
         if pending and path.endswith(".json") and "_delta_log" in path:
             pending.clear()
-            _commit(writer, "late.parquet")
+            commit_one(writer, "late.parquet")
             writer.checkpoint()
             assert writer.cleanup_log()
         return original(self, path)
@@ -177,7 +160,7 @@ def _old_table(root: str) -> DeltaTable:
     writer = DeltaTable.create(root, SCHEMA, configuration=RETENTION_0)
     writer = DeltaTable(root, background_checkpoints=False)
     for i in range(3):
-        _commit(writer, f"f{i}.parquet")
+        commit_one(writer, f"f{i}.parquet")
     return writer
 
 

@@ -13,26 +13,9 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 from servers.fixtures import cloud_location
-from tableutil import log_names
+from tableutil import commit_one, log_names, one_row_add
 
-from deltalog import AddFile, DeltaTable, RetryPolicy, SnapshotExpiredError, check_table
-
-
-def _add(path: str) -> AddFile:
-    return AddFile(
-        path=path,
-        partition_values={},
-        size=1,
-        modification_time=0,
-        data_change=True,
-        stats='{"numRecords":1}',
-    )
-
-
-def _commit(table: DeltaTable, path: str) -> int:
-    tx = table.transaction()
-    tx.add(_add(path))
-    return tx.commit()
+from deltalog import DeltaTable, RetryPolicy, SnapshotExpiredError, check_table
 
 
 @pytest.mark.parametrize("uri_kind", ["local", "memory"])
@@ -47,7 +30,7 @@ def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
     stale = DeltaTable(uri)
     current = DeltaTable(uri, background_checkpoints=False)
     for i in range(20):
-        _commit(current, f"b{i}.parquet")
+        commit_one(current, f"b{i}.parquet")
     current.checkpoint()  # version 20
     # What log cleanup does once the retention has passed: every commit and checkpoint before
     # the newest checkpoint goes.
@@ -58,7 +41,7 @@ def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
     assert not store.exists(current._storage.log_file(f"{1:020d}.json"))
 
     tx = stale.transaction()
-    tx.add(_add("a0.parquet"))
+    tx.add(one_row_add("a0.parquet"))
     with pytest.raises(SnapshotExpiredError) as err:
         tx.commit()
     assert err.value.retryable
@@ -68,7 +51,7 @@ def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
     assert "a0.parquet" not in fresh.files().column("path").to_pylist()
 
     stale.update()
-    assert _commit(stale, "a0.parquet") == 21
+    assert commit_one(stale, "a0.parquet") == 21
     assert "a0.parquet" in DeltaTable(uri).files().column("path").to_pylist()
     if uri_kind == "local":
         report = check_table(uri, data_files=False)
@@ -113,7 +96,7 @@ def test_loser_does_not_recreate_a_commit_cleaned_up_during_its_backoff(
 
     def winner_moves_on_and_cleans_up() -> None:
         for i in range(2, 4):
-            _commit(winner, f"b{i}.parquet")
+            commit_one(winner, f"b{i}.parquet")
         winner.checkpoint()  # version 3
         deleted = winner.cleanup_log()
         assert f"{1:020d}.json" in deleted
@@ -121,9 +104,9 @@ def test_loser_does_not_recreate_a_commit_cleaned_up_during_its_backoff(
     loser = DeltaTable(
         uri, storage_options=options, retry=_CleanupDuringBackoff(winner_moves_on_and_cleans_up)
     )
-    _commit(winner, "b1.parquet")  # takes version 1 from the loser
+    commit_one(winner, "b1.parquet")  # takes version 1 from the loser
     tx = loser.transaction()
-    tx.add(_add("a.parquet"))
+    tx.add(one_row_add("a.parquet"))
     with pytest.raises(SnapshotExpiredError) as err:
         tx.commit()
     assert err.value.retryable
