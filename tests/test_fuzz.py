@@ -59,7 +59,7 @@ _RANDOM = os.environ.get("DELTALOG_FUZZ_RANDOM") == "1"
 def fuzz_settings(examples: int) -> settings:
     return settings(
         max_examples=int(_OVERRIDE) if _OVERRIDE else examples,
-        deadline=dt.timedelta(seconds=10),
+        deadline=None,  # no timing assertions: pytest-timeout bounds a hang
         database=None,
         derandomize=not _RANDOM,
         print_blob=True,
