@@ -20,20 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.actions import AddCDCFile, RemoveFile
-from deltalog.errors import InvalidPathError
+from deltalog.deletion_vectors import dv_file_path
+from deltalog.errors import DeletionVectorError, InvalidPathError
 from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import check_action_path
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
-
-_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,42 +96,18 @@ class TablePaths:
         return self.storage.locate(action_path)
 
     def dv_location(self, dv: dict[str, Any] | None) -> str | None:
-        """The file of an on-disk deletion vector (``None`` for inline or none)."""
+        """The file of an on-disk deletion vector (``None`` for inline, none or malformed)."""
         if not dv:
             return None
-        kind, value = dv.get("storageType"), dv.get("pathOrInlineDv")
-        if not isinstance(value, str):
-            return None
-        if kind == "p":
-            return self.safe_location(value)
-        if kind != "u" or len(value) < 20:
-            return None
         try:
-            uuid = z85_uuid(value[-20:])
-        except ValueError:
+            path = dv_file_path(dv)
+        except DeletionVectorError:
             return None
-        prefix = value[:-20]
-        name = f"deletion_vector_{uuid}.bin"
-        return f"{self.root}{prefix}/{name}" if prefix else f"{self.root}{name}"
-
-
-def z85_uuid(text: str) -> UUID:
-    """Decode the 20-character Z85 form of a UUID used in deletion vector descriptors.
-
-    Raises:
-        ValueError: Not 20 Z85 characters.
-    """
-    if len(text) != 20:
-        raise ValueError("a Z85 UUID has 20 characters")
-    out = bytearray()
-    for i in range(0, 20, 5):
-        value = 0
-        for c in text[i : i + 5]:
-            if c not in _Z85_INDEX:
-                raise ValueError(f"not a Z85 character: {c!r}")
-            value = value * 85 + _Z85_INDEX[c]
-        out += value.to_bytes(4, "big")
-    return UUID(bytes=bytes(out))
+        if path is None:
+            return None
+        if dv.get("storageType") == "p":
+            return self.safe_location(path)
+        return f"{self.root}{path}"
 
 
 def needed_locations(paths: TablePaths, snapshot: Snapshot, delete_before_ms: int) -> set[str]:

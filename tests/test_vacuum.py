@@ -23,9 +23,9 @@ from deltalog import (
     UnsupportedFeatureError,
 )
 from deltalog.cli import main as cli_main
+from deltalog.deletion_vectors import dv_file_path
 from deltalog.retention import cleanup_log
 from deltalog.storage import TableStorage
-from deltalog.vacuum_files import z85_uuid
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 DAY_S = 86_400
@@ -202,7 +202,8 @@ def test_referenced_deletion_vector_files_stay(tmp_path: Path) -> None:
     )
     write_parquet(root, "f.parquet", _rows([1, 2]))
     live_dv, dead_dv = uuid.uuid4(), uuid.uuid4()
-    assert z85_uuid(_z85(live_dv.bytes)) == live_dv
+    encoded = {"storageType": "u", "pathOrInlineDv": "ab" + _z85(live_dv.bytes)}
+    assert dv_file_path(encoded) == f"ab/deletion_vector_{live_dv}.bin"
     (root / "ab").mkdir()
     (root / f"ab/deletion_vector_{live_dv}.bin").write_bytes(b"dv")
     (root / f"deletion_vector_{dead_dv}.bin").write_bytes(b"old")
