@@ -103,3 +103,18 @@ def commit_one(table: DeltaTable, path: str) -> int:
     tx = table.transaction()
     tx.add(one_row_add(path))
     return tx.commit()
+
+
+Z85_ALPHABET = (
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+)
+
+
+def z85(data: bytes) -> str:
+    """Z85-encode ``data`` (zero-padded to whole 4-byte groups), as deletion vectors spell it."""
+    data += b"\0" * (-len(data) % 4)
+    out = []
+    for i in range(0, len(data), 4):
+        value = int.from_bytes(data[i : i + 4], "big")
+        out.append("".join(Z85_ALPHABET[value // 85**k % 85] for k in range(4, -1, -1)))
+    return "".join(out)

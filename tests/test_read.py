@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tableutil import z85
 
 from deltalog import (
     DeletionVectorError,
@@ -34,19 +35,9 @@ from deltalog.deletion_vectors import (
 )
 
 GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "delta-golden"
-Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 
 # ------------------------------------------------------------------ a test-only serializer
-def _z85(data: bytes) -> str:
-    data += b"\0" * (-len(data) % 4)
-    out = []
-    for i in range(0, len(data), 4):
-        value = int.from_bytes(data[i : i + 4], "big")
-        out.append("".join(Z85[value // 85**k % 85] for k in range(4, -1, -1)))
-    return "".join(out)
-
-
 def _roaring32(values: list[int], runs: bool) -> bytes:
     """Standard 32-bit RoaringBitmap serialization (array/bitmap containers, or runs)."""
     keys = sorted({v >> 16 for v in values})
@@ -128,7 +119,7 @@ def test_bitmaps_of_every_container_kind_decode(case: str, native: bool) -> None
     assert decode_bitmap(data).to_pylist() == values
     inline = {
         "storageType": "i",
-        "pathOrInlineDv": _z85(data),
+        "pathOrInlineDv": z85(data),
         "sizeInBytes": len(data),
         "cardinality": len(values),
     }
@@ -140,7 +131,7 @@ def test_on_disk_deletion_vectors_are_checked(tmp_path: Path) -> None:
     blob = b"\x01" + struct.pack(">I", len(data)) + data + struct.pack(">I", zlib.crc32(data))
     dv = {
         "storageType": "u",
-        "pathOrInlineDv": "ab" + _z85(b"\x11" * 16),
+        "pathOrInlineDv": "ab" + z85(b"\x11" * 16),
         "offset": 1,
         "sizeInBytes": len(data),
         "cardinality": 2,

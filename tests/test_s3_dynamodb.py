@@ -18,8 +18,9 @@ import boto3
 import pyarrow as pa
 import pytest
 from servers.fixtures import BUCKET, DYNAMO_TABLE, CloudTable, cloud_location, s3_options
+from tableutil import one_row_add
 
-from deltalog import AddFile, DeltaTable
+from deltalog import DeltaTable
 from deltalog.logstores import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
@@ -48,20 +49,9 @@ def _key(uri: str, *parts: str) -> str:
     return "/".join([uri.removeprefix(f"s3://{BUCKET}/"), *parts])
 
 
-def _add(name: str) -> AddFile:
-    return AddFile(
-        path=name,
-        partition_values={},
-        size=1,
-        modification_time=0,
-        data_change=True,
-        stats='{"numRecords":1}',
-    )
-
-
 def _append(table: DeltaTable, name: str) -> int:
     with table.transaction("WRITE") as tx:
-        tx.add(_add(name))
+        tx.add(one_row_add(name))
     assert tx.version is not None
     return tx.version
 
@@ -209,7 +199,7 @@ def test_a_writer_repairs_an_incomplete_previous_commit_before_its_own(
     table = _fresh_table(location)
     name = f"{2:020d}.json"
     temp = f".tmp/{name}.0b7f3c9e-0000-4000-8000-000000000000"
-    commit = json.dumps({"add": _add("foreign.parquet").to_json_dict()}) + "\n"
+    commit = json.dumps({"add": one_row_add("foreign.parquet").to_json_dict()}) + "\n"
     s3.put_object(Bucket=BUCKET, Key=_key(location.uri, "_delta_log", temp), Body=commit.encode())
     dynamo.put_item(
         TableName=DYNAMO_TABLE,

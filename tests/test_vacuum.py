@@ -12,7 +12,7 @@ import deltalake
 import orjson
 import pyarrow as pa
 import pytest
-from tableutil import write_commit, write_parquet
+from tableutil import write_commit, write_parquet, z85
 
 from deltalog import (
     CannotVacuumLiteError,
@@ -180,21 +180,6 @@ def test_unknown_writer_feature_is_refused(tmp_path: Path) -> None:
     assert sorted(os.listdir(root / "_delta_log")) == [f"{0:020d}.json"]
 
 
-def _z85(data: bytes) -> str:
-    alphabet = (
-        "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-    )
-    out = ""
-    for i in range(0, len(data), 4):
-        value = int.from_bytes(data[i : i + 4], "big")
-        chunk = ""
-        for _ in range(5):
-            value, digit = divmod(value, 85)
-            chunk = alphabet[digit] + chunk
-        out += chunk
-    return out
-
-
 def test_referenced_deletion_vector_files_stay(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = DeltaTable.create(
@@ -202,14 +187,14 @@ def test_referenced_deletion_vector_files_stay(tmp_path: Path) -> None:
     )
     write_parquet(root, "f.parquet", _rows([1, 2]))
     live_dv, dead_dv = uuid.uuid4(), uuid.uuid4()
-    encoded = {"storageType": "u", "pathOrInlineDv": "ab" + _z85(live_dv.bytes)}
+    encoded = {"storageType": "u", "pathOrInlineDv": "ab" + z85(live_dv.bytes)}
     assert dv_file_path(encoded) == f"ab/deletion_vector_{live_dv}.bin"
     (root / "ab").mkdir()
     (root / f"ab/deletion_vector_{live_dv}.bin").write_bytes(b"dv")
     (root / f"deletion_vector_{dead_dv}.bin").write_bytes(b"old")
     dv = {
         "storageType": "u",
-        "pathOrInlineDv": "ab" + _z85(live_dv.bytes),
+        "pathOrInlineDv": "ab" + z85(live_dv.bytes),
         "offset": 1,
         "sizeInBytes": 2,
         "cardinality": 1,
