@@ -148,35 +148,37 @@ class Listing:
 def full_candidates(paths: TablePaths, needed: set[str], delete_before_ms: int) -> Listing:
     """List the table directory and pick what full vacuum deletes.
 
+    Only files that are neither hidden nor needed have their size and modification time
+    fetched (a filesystem ``stat``), so a table of mostly live files lists quickly.
+
     Raises:
         StorageError: The store failed.
     """
     storage = paths.storage
-    try:
-        with storage_errors(f"cannot list {storage.root}"):
-            tree: Iterable[FileStatus] = list(storage.store.list_tree(storage.root))
-    except LogFileNotFoundError:
-        tree = []
-    out: list[Candidate] = []
-    directories: set[str] = set()
-    seen = 0
     hidden_dirs: dict[str, bool] = {}
-    for status in tree:
-        relative = paths.inside(status.path)
+    visible_dirs: list[str] = []  # one entry per visible file: list.append is thread-safe
+
+    def keep(location: str) -> bool:
+        relative = paths.inside(location)
         if relative is None:
-            continue
+            return False
         directory, _, name = relative.rpartition("/")
         hidden = hidden_dirs.get(directory)
         if hidden is None:
             hidden = hidden_dirs[directory] = bool(directory) and paths.hidden(directory)
         if hidden or (name[:1] in ("_", ".") and paths.hidden(name)):
-            continue
-        seen += 1
-        if directory:
-            directories.add(directory)
-        if status.modification_time < delete_before_ms and status.path not in needed:
-            out.append(Candidate(status.path, status.size))
-    return Listing(out, _with_ancestors(directories) + 1, seen)
+            return False
+        visible_dirs.append(directory)
+        return location not in needed
+
+    try:
+        with storage_errors(f"cannot list {storage.root}"):
+            tree: Iterable[FileStatus] = list(storage.store.list_tree_where(storage.root, keep))
+    except LogFileNotFoundError:
+        tree = []
+    out = [Candidate(s.path, s.size) for s in tree if s.modification_time < delete_before_ms]
+    directories = {d for d in set(visible_dirs) if d}
+    return Listing(out, _with_ancestors(directories) + 1, len(visible_dirs))
 
 
 def _with_ancestors(directories: set[str]) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -97,6 +97,20 @@ class LogStore(ABC):
             LogFileNotFoundError: Nothing exists under ``path``.
             LogStoreError: Any other storage failure.
         """
+
+    def list_tree_where(self, path: str, keep: Callable[[str], bool]) -> Iterator[FileStatus]:
+        """List the files under ``path`` whose location ``keep`` accepts, sorted by path.
+
+        ``keep`` is called once for every file under ``path``, from any thread, before its
+        size and modification time are known; stores whose listings do not carry them (a
+        filesystem needs a ``stat`` per file) only fetch them for the files kept. The default
+        filters :meth:`list_tree`.
+
+        Raises:
+            LogFileNotFoundError: Nothing exists under ``path``.
+            LogStoreError: Any other storage failure.
+        """
+        return (status for status in self.list_tree(path) if keep(status.path))
 
     @abstractmethod
     def delete(self, path: str) -> None:

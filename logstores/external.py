@@ -30,7 +30,7 @@ import re
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import BinaryIO
 
@@ -352,6 +352,11 @@ class ExternalCoordinatedLogStore(LogStore):
 
     def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
         return self.objects.list_tree(path)
+
+    def list_tree_where(  # noqa: D102
+        self, path: str, keep: Callable[[str], bool]
+    ) -> Iterator[FileStatus]:
+        return self.objects.list_tree_where(path, keep)
 
     def delete(self, path: str) -> None:  # noqa: D102
         self.objects.delete(path)

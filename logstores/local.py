@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
@@ -114,18 +114,25 @@ class LocalLogStore(LogStore):
             yield FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def list_tree(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
+        return self.list_tree_where(path, _keep_all)
+
+    def list_tree_where(  # noqa: D102
+        self, path: str, keep: Callable[[str], bool]
+    ) -> Iterator[FileStatus]:
         found: list[FileStatus] = []
+        any_file = False
         with _mapped(path):
             if not os.path.isdir(path):
                 raise FileNotFoundError(errno.ENOENT, "no such directory", path)
             level = [path]
             with ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-list") as pool:
                 while level:  # one directory level at a time, its directories in parallel
-                    scanned = list(pool.map(_scan_dir, level))
-                    level = [d for _, dirs in scanned for d in dirs]
-                    for files, _ in scanned:
+                    scanned = list(pool.map(lambda d: _scan_dir(d, keep), level))
+                    level = [d for _, _, dirs in scanned for d in dirs]
+                    for files, count, _ in scanned:
                         found += files
-        if not found:
+                        any_file = any_file or count > 0
+        if not any_file:
             raise LogFileNotFoundError(f"not found: no files under {path}")
         found.sort(key=lambda s: s.path)
         yield from found
@@ -174,14 +181,24 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _scan_dir(directory: str) -> tuple[list[FileStatus], list[str]]:
-    """Files (with their stat) and subdirectories of one directory; symlinked ones not entered."""
+def _keep_all(path: str) -> bool:
+    return True
+
+
+def _scan_dir(
+    directory: str, keep: Callable[[str], bool]
+) -> tuple[list[FileStatus], int, list[str]]:
+    """The kept files (with their stat), the number of files, and the subdirectories.
+
+    Only kept files are stat'ed; symlinked directories are not entered.
+    """
     files: list[FileStatus] = []
     dirs: list[str] = []
+    count = 0
     try:
         entries = os.scandir(directory)
     except FileNotFoundError:  # deleted during the walk
-        return files, dirs
+        return files, count, dirs
     with entries:
         for entry in entries:
             try:
@@ -189,11 +206,14 @@ def _scan_dir(directory: str) -> tuple[list[FileStatus], list[str]]:
                     if not entry.is_symlink():
                         dirs.append(entry.path)
                     continue
+                count += 1
+                if not keep(entry.path):
+                    continue
                 st = entry.stat()
             except FileNotFoundError:  # deleted during the walk
                 continue
             files.append(FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000))
-    return files, dirs
+    return files, count, dirs
 
 
 @contextlib.contextmanager

@@ -84,6 +84,33 @@ def test_a_trailing_slash_lists_the_same(log_store: StoreUnderTest) -> None:
     assert [s.path for s in slashed] == [s.path for s in plain]
 
 
+def test_list_tree_where_asks_about_every_file_and_returns_the_kept_ones(
+    log_store: StoreUnderTest,
+) -> None:
+    _write_tree(log_store, TREE)
+    asked: list[str] = []  # list.append is thread-safe: stores may call keep from threads
+
+    def keep(location: str) -> bool:
+        asked.append(location)
+        return location.endswith(".parquet") and "/p=1" in location
+
+    listed = list(log_store.store.list_tree_where(log_store.path("out"), keep))
+
+    assert sorted(_relative(log_store, [FileStatus(p, 0, 0) for p in asked])) == sorted(TREE)
+    assert _relative(log_store, listed) == [
+        "out/p=1-x/part-00000.parquet",
+        "out/p=1.5/part-00000.parquet",
+        "out/p=1/part-00000.parquet",
+        "out/p=1/q=a/r=z/deep.parquet",
+        "out/p=1/q=b/part-00001.parquet",
+    ]
+    for status in listed:  # the kept files carry their real size
+        assert status.size == len(TREE[_relative(log_store, [status])[0]])
+    with pytest.raises(LogFileNotFoundError):  # an empty selection is not a missing directory
+        list(log_store.store.list_tree_where(log_store.path("nothing-here"), keep))
+    assert list(log_store.store.list_tree_where(log_store.path("out"), lambda _: False)) == []
+
+
 def test_a_single_file_directory(log_store: StoreUnderTest) -> None:
     path = log_store.path("only", "f.parquet")
     log_store.store.write(path, b"12345")
