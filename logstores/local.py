@@ -119,21 +119,22 @@ class LocalLogStore(LogStore):
     def list_tree_where(  # noqa: D102
         self, path: str, keep: Callable[[str], bool]
     ) -> Iterator[FileStatus]:
-        found: list[FileStatus] = []
-        any_file = False
+        names: list[str] = []
         with _mapped(path):
             if not os.path.isdir(path):
                 raise FileNotFoundError(errno.ENOENT, "no such directory", path)
             level = [path]
             with ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-list") as pool:
                 while level:  # one directory level at a time, its directories in parallel
-                    scanned = list(pool.map(lambda d: _scan_dir(d, keep), level))
-                    level = [d for _, _, dirs in scanned for d in dirs]
-                    for files, count, _ in scanned:
-                        found += files
-                        any_file = any_file or count > 0
-        if not any_file:
-            raise LogFileNotFoundError(f"not found: no files under {path}")
+                    scanned = list(pool.map(_scan_dir, level))
+                    level = [d for _, dirs in scanned for d in dirs]
+                    for files, _ in scanned:
+                        names += files
+                if not names:
+                    raise LogFileNotFoundError(f"not found: no files under {path}")
+                kept = sorted(name for name in names if keep(name))
+                chunks = [kept[i::_IO_THREADS] for i in range(_IO_THREADS)]
+                found = [s for part in pool.map(_stat_all, chunks) for s in part]
         found.sort(key=lambda s: s.path)
         yield from found
 
@@ -185,35 +186,37 @@ def _keep_all(path: str) -> bool:
     return True
 
 
-def _scan_dir(
-    directory: str, keep: Callable[[str], bool]
-) -> tuple[list[FileStatus], int, list[str]]:
-    """The kept files (with their stat), the number of files, and the subdirectories.
-
-    Only kept files are stat'ed; symlinked directories are not entered.
-    """
-    files: list[FileStatus] = []
+def _scan_dir(directory: str) -> tuple[list[str], list[str]]:
+    """The files and the subdirectories of one directory (symlinked ones are not entered)."""
+    files: list[str] = []
     dirs: list[str] = []
-    count = 0
     try:
         entries = os.scandir(directory)
     except FileNotFoundError:  # deleted during the walk
-        return files, count, dirs
+        return files, dirs
     with entries:
         for entry in entries:
             try:
-                if entry.is_dir():
-                    if not entry.is_symlink():
-                        dirs.append(entry.path)
-                    continue
-                count += 1
-                if not keep(entry.path):
-                    continue
-                st = entry.stat()
+                is_dir = entry.is_dir()
             except FileNotFoundError:  # deleted during the walk
                 continue
-            files.append(FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000))
-    return files, count, dirs
+            if not is_dir:
+                files.append(entry.path)
+            elif not entry.is_symlink():
+                dirs.append(entry.path)
+    return files, dirs
+
+
+def _stat_all(paths: list[str]) -> list[FileStatus]:
+    """Size and modification time of each file; files deleted meanwhile are left out."""
+    found: list[FileStatus] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        found.append(FileStatus(path, st.st_size, st.st_mtime_ns // 1_000_000))
+    return found
 
 
 @contextlib.contextmanager
