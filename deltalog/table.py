@@ -294,6 +294,8 @@ class DeltaTable:
         as delta-spark's ``DESCRIBE HISTORY`` reports it and as time travel by timestamp uses
         it (``DeltaTable(uri, timestamp=entry["timestamp"])`` opens ``entry["version"]``); the
         writer's own clock is in ``commitInfo``'s ``timestamp``, kept as ``commitTimestamp``.
+        On a table with in-commit timestamps, ``timestamp`` is the commit's
+        ``inCommitTimestamp`` from the version that enabled them on.
 
         Args:
             limit: At most this many entries.

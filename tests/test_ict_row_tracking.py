@@ -201,3 +201,28 @@ def test_racing_writers_keep_timestamps_increasing_and_row_ids_unique(tmp_path: 
     final = DeltaTable(str(root))
     mark = json.loads(final.snapshot.domains["delta.rowTracking"].configuration)
     assert mark["rowIdHighWaterMark"] == ranges[-1][1] - 1
+    report = final.check(data_files=False)  # the checksums written while racing agree
+    assert report.ok, report.findings
+    assert report.checked.get("checksums", 0) >= rounds
+
+
+def test_spark_write_creating_a_table_stamps_and_assigns_the_first_commit(
+    spark: Any, tmp_path: Path
+) -> None:
+    import deltalog.spark
+
+    root = tmp_path / "t"
+    frame = spark.createDataFrame([(1,), (2,), (3,)], "x long")
+    deltalog.spark.write(frame, str(root), configuration={**ICT, **ROWS})
+    deltalog.spark.write(frame, str(root))
+    commits = _commits(root)
+    icts = [c[0]["commitInfo"]["inCommitTimestamp"] for c in commits]
+    assert len(icts) == 2 and icts[1] > icts[0]
+    ranges = sorted(
+        (a["add"]["baseRowId"], a["add"]["baseRowId"] + json.loads(a["add"]["stats"])["numRecords"])
+        for c in commits
+        for a in c
+        if "add" in a
+    )
+    assert ranges[0][0] == 0 and ranges[-1][1] == 6
+    assert all(p[1] == n[0] for p, n in itertools.pairwise(ranges))
