@@ -20,6 +20,8 @@ from deltalog.user_input import check_version_number
 _KEY = b'"commitInfo"'
 _WHITESPACE = b" \t\r"
 _HEAD = b'{"commitInfo":'
+#: ``ict_from`` of :func:`read_history`: detect in-commit timestamps from the commits.
+AUTO = -1
 
 
 def find_commit_info(data: bytes, version: int = 0, path: str = "") -> CommitInfo | None:
@@ -62,7 +64,8 @@ def read_history(
 
     Only the commit files of the returned entries are read. See
     :meth:`deltalog.DeltaTable.history` for the entries' fields. From version ``ict_from`` on
-    (``None``: never), an entry's ``timestamp`` is its commit's in-commit timestamp.
+    (``None``: never), an entry's ``timestamp`` is its commit's in-commit timestamp;
+    :data:`AUTO` takes them wherever commits carry one, provided the newest one read does.
     """
     times = commit_times(listing)
     versions = sorted((v for v in listing.commits if v <= up_to), reverse=True)
@@ -83,6 +86,8 @@ def read_history(
                 entry["commitTimestamp"] = entry["timestamp"]
         entry["version"] = v
         entry["timestamp"] = times[v]
+        if ict_from == AUTO:  # the newest commit decides
+            ict_from = 0 if info is not None and info.in_commit_timestamp is not None else None
         if ict_from is not None and v >= ict_from and info is not None:
             entry["timestamp"] = info.in_commit_timestamp or times[v]
         out.append({"version": v, **entry})
@@ -106,9 +111,9 @@ def table_history(
     storage = TableStorage.open(uri, storage_options)
     listing = list_log(storage, use_hint=False)
     latest = max(listing.commits, default=-1)
-    # Without replaying the metadata: in-commit timestamps where commits carry them.
-    ict_from = 0 if latest >= 0 and commit_ict(storage, listing, latest) is not None else None
-    return read_history(storage, listing, latest, limit, ict_from)
+    # Without replaying the metadata: in-commit timestamps where commits carry them, if the
+    # latest one does (else the table does not use them now).
+    return read_history(storage, listing, latest, limit, AUTO)
 
 
 def commit_ict(storage: TableStorage, listing: LogListing, version: int) -> int | None:

@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from tableutil import one_row_add
 
 from deltalog import DeltaTable
 from deltalog.actions import Protocol
 from deltalog.errors import MissingRowCountError, RowTrackingRewriteError, UnsupportedFeatureError
+from deltalog.history import table_history
 
 SCHEMA = pa.schema([("x", pa.int64())])
 ICT = {"delta.enableInCommitTimestamps": "true"}
@@ -53,6 +55,7 @@ def test_ict_commit_info_first_increasing_and_used_by_history(tmp_path: Path) ->
     assert icts == sorted(set(icts))  # strictly increasing
     history = table.history()
     assert [h["timestamp"] for h in reversed(history)] == icts
+    assert [h["timestamp"] for h in reversed(table_history(str(root)))] == icts
     # enabled at creation: no enablement properties
     assert "delta.inCommitTimestampEnablementVersion" not in table.metadata().configuration
     # time travel by in-commit timestamp
@@ -226,3 +229,19 @@ def test_spark_write_creating_a_table_stamps_and_assigns_the_first_commit(
     )
     assert ranges[0][0] == 0 and ranges[-1][1] == 6
     assert all(p[1] == n[0] for p, n in itertools.pairwise(ranges))
+
+
+def test_optimize_refuses_a_row_tracking_table_before_writing(spark: Any, tmp_path: Path) -> None:
+    from deltalog.spark import optimize
+
+    root = tmp_path / "t"
+    table = DeltaTable.create(str(root), SCHEMA, configuration=ROWS)
+    for i in range(2):
+        pq.write_table(pa.table({"x": pa.array([i], pa.int64())}), root / f"f{i}.parquet")
+        table.append_files([f"f{i}.parquet"])
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(RowTrackingRewriteError) as info:
+        optimize(spark, str(root))
+    assert info.value.feature == "rowTracking"
+    assert sorted(p.name for p in root.iterdir()) == before
+    assert DeltaTable(str(root)).version() == 2
