@@ -25,7 +25,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_delta_spark import _sql_table, dl_live_rows, spark_count, spark_history, spark_version
+from test_delta_spark import (
+    _sql_table,
+    dl_live_rows,
+    spark_count,
+    spark_history,
+    spark_version,
+    timestamp_text,
+)
 
 import deltalog.spark
 from deltalog.errors import UnsupportedFeatureError
@@ -310,3 +317,72 @@ def test_deltalog_commits_on_an_ict_and_row_tracking_table(
     import deltalake
 
     assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 7
+
+
+def test_deltalog_enables_in_commit_timestamps_on_a_delta_spark_table(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """deltalog turns in-commit timestamps on for a table delta-spark made without them;
+    delta-spark's history then shows file times before and in-commit timestamps from the
+    enablement version on, its time travel by timestamp agrees with deltalog's, and it commits
+    after deltalog."""
+    from deltalog.actions import Protocol
+
+    spark = delta_spark
+    root = str(tmp_path / "enable-ict")
+    t = _sql_table(root)
+    spark.sql(f"CREATE TABLE {t} ({BASE_COLUMNS}) USING DELTA")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    table = DeltaTable(root)
+    old = table.protocol()
+    writer = set(active_writer_features(old, table.metadata()))
+    writer |= {"appendOnly", "invariants", "inCommitTimestamp"}  # what writerVersion 2 implies
+    with table.transaction("SET TBLPROPERTIES") as tx:
+        tx.update_protocol(
+            Protocol(old.min_reader_version, 7, writer_features=sorted(writer))
+            if old.min_reader_version < 3
+            else Protocol(3, 7, reader_features=old.reader_features, writer_features=sorted(writer))
+        )
+        tx.update_metadata(
+            configuration={
+                **table.metadata().configuration,
+                "delta.enableInCommitTimestamps": "true",
+            }
+        )
+    enabled_at = table.version()
+    config = table.metadata().configuration
+    assert config["delta.inCommitTimestampEnablementVersion"] == str(enabled_at)
+    pq.write_table(
+        pa.table({"id": pa.array([2], pa.int64()), "v": pa.array(["b"])}),
+        os.path.join(root, "deltalog-append.parquet"),
+    )
+    table.append_files(["deltalog-append.parquet"])
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")
+
+    icts = _log_icts_from(root, enabled_at)
+    history = {int(h["version"]): int(h["timestamp"]) for h in spark_history(spark, root)}
+    assert {v: history[v] for v in icts} == icts
+    assert str(icts[enabled_at]) == config["delta.inCommitTimestampEnablementTimestamp"]
+    assert history[enabled_at - 1] < icts[enabled_at]
+    ours = {h["version"]: h["timestamp"] for h in DeltaTable(root).history()}
+    assert ours == history
+    head = max(history)
+    at = icts[head - 1]
+    assert DeltaTable(root, timestamp=at).version() == head - 1
+    frame = spark.read.format("delta").option("timestampAsOf", timestamp_text(at)).load(root)
+    assert frame.count() == 2
+    assert spark_count(spark, root) == 3
+
+
+def _log_icts_from(root: str, first: int) -> dict[int, int]:
+    """``inCommitTimestamp`` of every commit from ``first`` on (read with json)."""
+    import json
+
+    log = os.path.join(root, "_delta_log")
+    out = {}
+    for name in sorted(os.listdir(log)):
+        if name.endswith(".json") and name[:20].isdigit() and int(name[:20]) >= first:
+            with open(os.path.join(log, name)) as fh:
+                info = json.loads(fh.readline())["commitInfo"]
+            out[int(name[:20])] = info["inCommitTimestamp"]
+    return out
