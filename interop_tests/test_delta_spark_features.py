@@ -224,6 +224,11 @@ def test_deltalog_reads_and_appends_to_delta_spark_feature_table(
     assert dl_live_rows(root) == final_before + 1
     if landed is not None:
         assert spark.read.format("delta").load(root).where("id >= 100 AND id < 200").count() == 2
+    # every .crc (delta-spark's and deltalog's) agrees with deltalog's replay
+    report = DeltaTable(root).check(data_files=False)
+    assert report.checked.get("checksums", 0) > 0
+    crc_findings = [f for f in report.findings if "checksum" in f.code]
+    assert not crc_findings, crc_findings
 
 
 def _row_ids(spark: Any, root: str) -> dict[int, int]:
