@@ -50,11 +50,11 @@ class CommitLayout:
         self._previous_metadata = snapshot.metadata
         self._high_water = row_tracking.high_water_mark(snapshot.domains)
         adds = [a for a in actions if isinstance(a, AddFile)]
+        removes = [a for a in actions if isinstance(a, RemoveFile)]
+        self._recommits = row_tracking.recommitted(removes)
         if self._rows:
-            row_tracking.check_row_counts(adds)
-        row_tracking.refuse_rewrite(
-            protocol, metadata, adds, [a for a in actions if isinstance(a, RemoveFile)]
-        )
+            row_tracking.check_row_counts(adds, self._recommits)
+        row_tracking.refuse_rewrite(protocol, metadata, adds, removes)
         self._fixed: tuple[CommitInfo, list[Action], bytes] | None = None
         if (
             not self._timestamps
@@ -100,7 +100,7 @@ class CommitLayout:
             )
         if self._rows:
             adds = [a for a in files if isinstance(a, AddFile)]
-            assigned, domain = row_tracking.assign(adds, version, self._high_water)
+            assigned, domain = row_tracking.assign(adds, version, self._high_water, self._recommits)
             by_id = {id(old): new for old, new in zip(adds, assigned, strict=True)}
             files = [by_id.get(id(a), a) for a in files]
             if domain is not None:

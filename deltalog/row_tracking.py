@@ -75,23 +75,33 @@ def _num_records(add: AddFile) -> int:
     )
 
 
-def check_row_counts(adds: Iterable[AddFile]) -> None:
+def check_row_counts(adds: Iterable[AddFile], recommits: Mapping[str, object]) -> None:
     """Refuse adds that will need fresh row ids but have no ``numRecords``.
 
     Raises:
         MissingRowCountError: Naming the first such file.
     """
     for add in adds:
-        if add.base_row_id is None:
+        if add.base_row_id is None and add.path not in recommits:
             _num_records(add)
 
 
+def recommitted(removes: Iterable[RemoveFile]) -> dict[str, AddFile | RemoveFile]:
+    """Removes with row-tracking fields by path: a re-add of the same file keeps them."""
+    return {r.path: r for r in removes if r.base_row_id is not None}
+
+
 def assign(
-    adds: Sequence[AddFile], version: int, high_water: int
+    adds: Sequence[AddFile],
+    version: int,
+    high_water: int,
+    previous: Mapping[str, AddFile | RemoveFile] | None = None,
 ) -> tuple[list[AddFile], DomainMetadata | None]:
     """Give ``adds`` row ids above ``high_water`` and ``version`` as their row commit version.
 
-    An add that already has a ``baseRowId`` (a recommitted file) keeps it.
+    An add that already has a ``baseRowId`` keeps it; one that recommits a file this commit
+    removes (same path, e.g. with a new deletion vector) takes the removed entry's
+    ``baseRowId`` and ``defaultRowCommitVersion`` (``previous``, by path).
 
     Returns:
         The adds, and the ``delta.rowTracking`` domain metadata to commit with them (``None``
@@ -105,27 +115,23 @@ def assign(
     fresh = False
     for add in adds:
         changes: dict[str, int] = {}
-        if add.base_row_id is None:
+        before = (previous or {}).get(add.path)
+        if add.base_row_id is None and before is not None and before.base_row_id is not None:
+            changes["base_row_id"] = before.base_row_id
+            kept = before.default_row_commit_version
+            if add.default_row_commit_version is None and kept is not None:
+                changes["default_row_commit_version"] = kept
+        elif add.base_row_id is None:
             changes["base_row_id"] = mark + 1
             mark += _num_records(add)
             fresh = True
-        if add.default_row_commit_version is None:
+        if add.default_row_commit_version is None and "default_row_commit_version" not in changes:
             changes["default_row_commit_version"] = version
         out.append(dataclasses.replace(add, **changes) if changes else add)  # type: ignore[arg-type]
     if not fresh or mark <= high_water:
         return out, None
     config = orjson.dumps({"rowIdHighWaterMark": mark}).decode()
     return out, DomainMetadata(DOMAIN, config, False)
-
-
-def removed_row_fields(base_row_id: int | None, commit_version: int | None) -> dict[str, int]:
-    """The row-tracking fields a ``remove`` copies from the ``add`` it removes."""
-    fields = {}
-    if base_row_id is not None:
-        fields["base_row_id"] = base_row_id
-    if commit_version is not None:
-        fields["default_row_commit_version"] = commit_version
-    return fields
 
 
 def refuse_rewrite(
@@ -139,8 +145,12 @@ def refuse_rewrite(
     """
     if not supported(protocol, metadata):
         return
+    removes = list(removes)
+    kept = recommitted(removes)
     rearranged = any(not r.data_change for r in removes)
-    if rearranged and any(not a.data_change and a.base_row_id is None for a in adds):
+    if rearranged and any(
+        not a.data_change and a.base_row_id is None and a.path not in kept for a in adds
+    ):
         raise RowTrackingRewriteError(
             "rewriting files of a row-tracking table would change its rows' row ids: deltalog "
             "does not write the materialised row-id columns that keep them stable "

@@ -131,6 +131,29 @@ def test_row_tracking_assigns_ids_and_advances_high_water_mark(tmp_path: Path) -
     assert (remove["baseRowId"], remove["defaultRowCommitVersion"]) == (3, v1)
 
 
+def test_recommitted_file_keeps_its_row_ids(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    table = DeltaTable.create(str(root), SCHEMA, configuration=ROWS)
+    tx = table.transaction()
+    tx.add([_add("a.parquet", 3), _add("b.parquet", 4)])
+    first = tx.commit()
+    # a DELETE with a deletion vector: remove b and add it again (with a DV, no baseRowId given)
+    dv = {
+        "storageType": "i",
+        "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=",
+        "offset": None,
+        "sizeInBytes": 20,
+        "cardinality": 1,
+    }
+    tx = table.transaction("DELETE")
+    tx.remove("b.parquet")
+    tx.add(dataclasses.replace(_add("b.parquet", 4), deletion_vector=dv))
+    v = tx.commit()
+    add = next(a["add"] for a in _commits(root)[v] if "add" in a)
+    assert (add["baseRowId"], add["defaultRowCommitVersion"]) == (3, first)
+    assert not any("domainMetadata" in a for a in _commits(root)[v])  # no fresh row ids
+
+
 def test_row_tracking_refusals(tmp_path: Path) -> None:
     root = tmp_path / "t"
     table = DeltaTable.create(str(root), SCHEMA, configuration=ROWS)
