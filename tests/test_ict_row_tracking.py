@@ -6,12 +6,14 @@ import dataclasses
 import itertools
 import json
 import threading
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spawned import run_writers
 from tableutil import one_row_add
 
 from deltalog import DeltaTable
@@ -230,6 +232,56 @@ def test_racing_writers_keep_timestamps_increasing_and_row_ids_unique(tmp_path: 
     report = final.check(data_files=False)  # the checksums written while racing agree
     assert report.ok, report.findings
     assert report.checked.get("checksums", 0) >= rounds
+
+
+class RaceReport(NamedTuple):
+    """What one racing writer process sends back."""
+
+    writer: int
+    attempts: list[int]
+    crashed: str | None
+
+
+def _race_writer(root: str, writer: int, rounds: int, barrier: Any, results: Any) -> None:
+    attempts: list[int] = []
+    crashed = None
+    try:
+        table = DeltaTable(root, background_checkpoints=False)
+        for r in range(rounds):
+            table.update()
+            tx = table.transaction()
+            tx.add(_add(f"p{writer}-r{r}.parquet", 1 + (r * 7 + writer) % 5))
+            barrier.wait(60)  # all read the same version: all but one lose the race
+            tx.commit()
+            attempts.append(tx.attempts)
+    except BaseException:
+        crashed = traceback.format_exc()
+        barrier.abort()
+    results.put(RaceReport(writer, attempts, crashed))
+
+
+def test_racing_processes_keep_timestamps_increasing_and_row_ids_unique(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    DeltaTable.create(str(root), SCHEMA, configuration={**ICT, **ROWS})
+    writers, rounds = 3, 15
+    reports = run_writers(
+        _race_writer, lambda w, b, q: (str(root), w, rounds, b, q), writers, timeout=300
+    )
+    attempts = [a for r in reports for a in r.attempts]
+    assert len(attempts) == writers * rounds
+    assert sum(a > 1 for a in attempts) >= rounds * (writers - 1)
+    commits = _commits(root)
+    assert len(commits) == 1 + writers * rounds
+    icts = [c[0]["commitInfo"]["inCommitTimestamp"] for c in commits]
+    assert all(b > a for a, b in itertools.pairwise(icts))
+    ranges = sorted(
+        (a["add"]["baseRowId"], a["add"]["baseRowId"] + json.loads(a["add"]["stats"])["numRecords"])
+        for c in commits
+        for a in c
+        if "add" in a
+    )
+    assert all(p[1] <= n[0] for p, n in itertools.pairwise(ranges))
+    assert DeltaTable(str(root)).check(data_files=False).ok
 
 
 def test_spark_write_creating_a_table_stamps_and_assigns_the_first_commit(
