@@ -16,6 +16,7 @@
     │   ├── MissingDataFileError      a data or deletion-vector file the log names is gone
     │   └── DeletionVectorError       a deletion vector does not decode
     ├── UnsupportedFeatureError       the table needs a protocol feature deltalog lacks
+    │   └── RowTrackingRewriteError   a rewrite would lose the row ids of a row-tracking table
     ├── MissingExtraError             an optional dependency is not installed; names the extra
     ├── InvalidInputError             the caller's input is refused; nothing was written
     │   ├── InvalidSchemaError        a schema that cannot be represented or parsed
@@ -27,6 +28,7 @@
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
     │   ├── InvalidPropertyError      a delta.* table property with an invalid value
     │   ├── FileNotInTableError       removing a file that is not live
+    │   ├── MissingRowCountError      an add without numRecords on a row-tracking table
     │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
     │   ├── InvalidRetentionError     a negative vacuum retention
     │   │   └── RetentionTooShortError    shorter than the table's, with the check enabled
@@ -134,6 +136,17 @@ class UnsupportedFeatureError(DeltaLogError):
         self.operation = operation
 
 
+class RowTrackingRewriteError(UnsupportedFeatureError):
+    """A rewrite (compaction) of a row-tracking table, which would lose its rows' row ids.
+
+    The protocol keeps row ids stable across rewrites only through materialised row-id
+    columns in the rewritten files, which deltalog does not write; it refuses instead.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, feature="rowTracking", operation="write")
+
+
 class MissingExtraError(DeltaLogError, ImportError):
     """A feature needs an optional dependency that is not installed.
 
@@ -204,6 +217,21 @@ class InvalidPropertyError(InvalidInputError):
 
 class FileNotInTableError(InvalidInputError):
     """A file to remove is not live in the snapshot the transaction reads.
+
+    Attributes:
+        path: The file.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class MissingRowCountError(InvalidInputError):
+    """An ``add`` for a row-tracking table has no ``numRecords`` in its statistics.
+
+    Fresh row ids are assigned from each file's row count, so (as in delta-spark) a file
+    without one cannot be committed to a table that supports ``rowTracking``.
 
     Attributes:
         path: The file.

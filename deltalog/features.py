@@ -39,8 +39,16 @@ WRITABLE_FEATURES = frozenset(
         "typeWidening",
         "typeWidening-preview",
         "changeDataFeed",
+        "inCommitTimestamp",
+        "rowTracking",
+        "checkpointProtection",
+        "identityColumns",
+        "allowColumnDefaults",
     }
 )
+
+#: Features of tables whose commits a catalog ratifies: refused outright (read and write).
+CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
 
 #: Writer features Delta defines (delta-spark's TableFeature names; others are reported).
 DELTA_WRITER_FEATURES = frozenset(
@@ -95,6 +103,7 @@ _USE_CHECKS: dict[str, Callable[[Metadata], bool]] = {
     "generatedColumns": lambda m: _has_field_metadata(m, "delta.generationExpression"),
     "columnMapping": lambda m: m.configuration.get("delta.columnMapping.mode", "none") != "none",
     "identityColumns": lambda m: _has_field_metadata(m, "delta.identity.start"),
+    "allowColumnDefaults": lambda m: _has_field_metadata(m, "CURRENT_DEFAULT"),
     "changeDataFeed": lambda m: m.configuration.get("delta.enableChangeDataFeed") == "true",
 }
 
@@ -106,6 +115,13 @@ LEGACY_WRITER_FEATURES = {
     5: ("columnMapping",),
     6: ("identityColumns",),
 }
+
+
+# Features deltalog writes only while the table does not use them: it cannot evaluate constraints
+# or generation expressions, generate identity values, or fill column defaults.
+_REFUSED_WHEN_USED = frozenset(
+    {"invariants", "checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
+)
 
 
 def _has_field_metadata(metadata: Metadata, key: str) -> bool:
@@ -138,8 +154,10 @@ def check_readable(protocol: Protocol) -> None:
     """Refuse a table whose reader protocol deltalog does not understand.
 
     Raises:
-        UnsupportedFeatureError: Reader version above 3, or an unknown reader feature.
+        UnsupportedFeatureError: Reader version above 3, an unknown reader feature, or a
+            catalog-managed table.
     """
+    _refuse_catalog_managed(protocol, "read")
     if protocol.min_reader_version > 3:
         raise UnsupportedFeatureError(
             f"the table needs readerVersion={protocol.min_reader_version}; deltalog reads up to 3",
@@ -154,6 +172,17 @@ def check_readable(protocol: Protocol) -> None:
                     feature=feature,
                     operation="read",
                 )
+
+
+def _refuse_catalog_managed(protocol: Protocol, operation: str) -> None:
+    features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+    for feature in sorted(features & CATALOG_MANAGED_FEATURES):
+        raise UnsupportedFeatureError(
+            f"the table uses {feature!r}: filesystem-based access to catalog-managed tables is "
+            "not supported (its catalog ratifies commits the log directory may not show yet)",
+            feature=feature,
+            operation=operation,
+        )
 
 
 def active_writer_features(protocol: Protocol, metadata: Metadata) -> set[str]:
@@ -176,6 +205,7 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     Raises:
         UnsupportedFeatureError: Naming the first such feature.
     """
+    _refuse_catalog_managed(protocol, "write")
     check_readable(protocol)
     if protocol.min_writer_version > 7:
         raise UnsupportedFeatureError(
@@ -186,9 +216,7 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     for feature in sorted(active_writer_features(protocol, metadata)):
         check = _USE_CHECKS.get(feature)
         in_use = check(metadata) if check else False
-        if feature not in WRITABLE_FEATURES or (
-            in_use and feature in ("invariants", "checkConstraints", "generatedColumns")
-        ):
+        if feature not in WRITABLE_FEATURES or (in_use and feature in _REFUSED_WHEN_USED):
             raise UnsupportedFeatureError(
                 f"the table uses writer feature {feature!r}, which deltalog cannot honour",
                 feature=feature,
@@ -213,11 +241,11 @@ _PROPERTY_FEATURES: dict[str, tuple[str, tuple[int, int]]] = {
     "delta.appendOnly": ("appendOnly", (1, 2)),
     "delta.enableChangeDataFeed": ("changeDataFeed", (1, 4)),
     "delta.enableDeletionVectors": ("deletionVectors", (3, 7)),
+    "delta.enableInCommitTimestamps": ("inCommitTimestamp", (1, 7)),
+    "delta.enableRowTracking": ("rowTracking", (1, 7)),
 }
 _UNSUPPORTED_PROPERTIES = {
     "delta.columnMapping.mode": "columnMapping",
-    "delta.enableRowTracking": "rowTracking",
-    "delta.enableInCommitTimestamps": "inCommitTimestamp",
     "delta.checkpointPolicy": "v2Checkpoint",
     "delta.enableIcebergCompatV1": "icebergCompatV1",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
@@ -254,10 +282,14 @@ def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str])
             feature="variantType",
             operation="write",
         )
-    if legacy == (3, 7):
+    if "rowTracking" in features:
+        features.add("domainMetadata")
+    if legacy[1] == 7:
         writer = set(features)
         if "changeDataFeed" in features or "appendOnly" in features:
             writer |= {"appendOnly", "invariants"}
         reader = sorted(f for f in features if f in _READER_WRITER)
+        if legacy[0] < 3:
+            return Protocol(1, 7, writer_features=sorted(writer))
         return Protocol(3, 7, reader_features=reader, writer_features=sorted(writer))
     return Protocol(legacy[0], legacy[1])

@@ -318,6 +318,11 @@ class PendingFiles:
             child._live = live
         return child
 
+    @property
+    def is_merged(self) -> bool:
+        """Whether the files are merged already (reading them costs no replay work)."""
+        return self._result is not None
+
     def live_paths(self) -> Mapping[str, str]:
         """Canonical path -> file key of every live file, for membership tests.
 

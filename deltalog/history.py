@@ -20,6 +20,8 @@ from deltalog.user_input import check_version_number
 _KEY = b'"commitInfo"'
 _WHITESPACE = b" \t\r"
 _HEAD = b'{"commitInfo":'
+#: ``ict_from`` of :func:`read_history`: detect in-commit timestamps from the commits.
+AUTO = -1
 
 
 def find_commit_info(data: bytes, version: int = 0, path: str = "") -> CommitInfo | None:
@@ -52,12 +54,18 @@ def find_commit_info(data: bytes, version: int = 0, path: str = "") -> CommitInf
 
 
 def read_history(
-    storage: TableStorage, listing: LogListing, up_to: int, limit: int | None
+    storage: TableStorage,
+    listing: LogListing,
+    up_to: int,
+    limit: int | None,
+    ict_from: int | None = None,
 ) -> list[dict[str, Any]]:
     """History entries, newest first, of the commits ``<= up_to`` (at most ``limit``).
 
     Only the commit files of the returned entries are read. See
-    :meth:`deltalog.DeltaTable.history` for the entries' fields.
+    :meth:`deltalog.DeltaTable.history` for the entries' fields. From version ``ict_from`` on
+    (``None``: never), an entry's ``timestamp`` is its commit's in-commit timestamp;
+    :data:`AUTO` takes them wherever commits carry one, provided the newest one read does.
     """
     times = commit_times(listing)
     versions = sorted((v for v in listing.commits if v <= up_to), reverse=True)
@@ -78,6 +86,10 @@ def read_history(
                 entry["commitTimestamp"] = entry["timestamp"]
         entry["version"] = v
         entry["timestamp"] = times[v]
+        if ict_from == AUTO:  # the newest commit decides
+            ict_from = 0 if info is not None and info.in_commit_timestamp is not None else None
+        if ict_from is not None and v >= ict_from and info is not None:
+            entry["timestamp"] = info.in_commit_timestamp or times[v]
         out.append({"version": v, **entry})
     return out
 
@@ -99,4 +111,19 @@ def table_history(
     storage = TableStorage.open(uri, storage_options)
     listing = list_log(storage, use_hint=False)
     latest = max(listing.commits, default=-1)
-    return read_history(storage, listing, latest, limit)
+    # Without replaying the metadata: in-commit timestamps where commits carry them, if the
+    # latest one does (else the table does not use them now).
+    return read_history(storage, listing, latest, limit, AUTO)
+
+
+def commit_ict(storage: TableStorage, listing: LogListing, version: int) -> int | None:
+    """The in-commit timestamp of commit ``version`` (``None``: it has none, or it is gone)."""
+    status = listing.commits.get(version)
+    if status is None:
+        return None
+    try:
+        data = storage.read_log_file(status.name)
+    except LogFileNotFoundError:
+        return None
+    info = find_commit_info(data, version, storage.log_file(status.name))
+    return None if info is None else info.in_commit_timestamp

@@ -12,7 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from deltalog import in_commit_timestamps as ict
 from deltalog.actions import serialize_actions
+from deltalog.checksum import write_checksum_after
 from deltalog.commit import (
     RetryPolicy,
     cleanup_may_have_passed,
@@ -69,12 +71,14 @@ def commit_info_only(
         metrics=dict(metrics or {}),
         isolation_level=SNAPSHOT_ISOLATION,
     )
-    data = serialize_actions([info])
     current = snapshot
     check_previous = cleanup_may_have_passed(snapshot.timestamp, snapshot.configuration)
     for attempt in range(1, policy.max_attempts + 1):
         version = current.version + 1
-        if try_write(storage, version, data, check_previous=check_previous):
+        if ict.enabled(current.metadata):  # after the latest winner's, on every attempt
+            info = ict.stamp(info, ict.next_timestamp(current.timestamp))
+        if try_write(storage, version, serialize_actions([info]), check_previous=check_previous):
+            write_checksum_after(storage, version, [], info, current, [])
             return advance(current, [(version, [info], now_ms())])
         check_previous = False
         time.sleep(policy.delay(attempt))

@@ -4,14 +4,18 @@ A version stays reconstructable as long as a complete checkpoint at or before it
 commit after that checkpoint remain. Cleanup therefore picks the newest checkpoint written at or
 before the cutoff (``now - delta.logRetentionDuration``), checks that its files are readable
 Parquet, and deletes only files for versions strictly older than it whose own modification time
-is also before the cutoff. That checkpoint and everything after it are never touched. Temp
-files of dead or finished log writes go too (:mod:`deltalog.log_temp`).
+is also before the cutoff. That checkpoint and everything after it are never touched. With
+``checkpointProtection``, the files of versions before
+``delta.requireCheckpointProtectionBeforeVersion`` go only all together (so no checkpoint
+outlives the commits it was made from). Temp files of dead or finished log writes go too
+(:mod:`deltalog.log_temp`).
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -24,6 +28,7 @@ from deltalog.paths import parse_log_name
 from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage, storage_errors
 
+PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
 _CRC = re.compile(r"^(\d{20})\.crc$")
 _COMPACTED = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 
@@ -66,9 +71,21 @@ class CleanupPlan:
 
 
 def plan_cleanup(
-    storage: TableStorage, *, retention_ms: int, now_ms: int | None = None
+    storage: TableStorage,
+    *,
+    retention_ms: int,
+    now_ms: int | None = None,
+    protect_before: int = 0,
 ) -> CleanupPlan:
-    """Work out which log files have expired (see the module docstring)."""
+    """Work out which log files have expired (see the module docstring).
+
+    Args:
+        storage: The table's storage.
+        retention_ms: ``delta.logRetentionDuration`` in ms.
+        now_ms: The current time (default: the clock).
+        protect_before: ``delta.requireCheckpointProtectionBeforeVersion`` (checkpointProtection):
+            log files of versions before it are deleted only if all of them can be.
+    """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now - retention_ms
     entries = storage.list_log()
@@ -93,6 +110,10 @@ def plan_cleanup(
             out.append(status)
         else:
             remaining.append(file_version)
+    if protect_before > 0 and any(v < protect_before for v in remaining):
+        # checkpointProtection: the versions before it are deleted all together or not at all
+        remaining += [v for s in out if (v := _version_of(s)) is not None]
+        out = []
     lowest = min(remaining, default=0)
     later = [
         max(f.modification_time for f in cp.files)
@@ -102,6 +123,15 @@ def plan_cleanup(
     ]
     next_due = min(later, default=now) + retention_ms
     return CleanupPlan(out, max(next_due, now))
+
+
+def checkpoint_protection_version(configuration: Mapping[str, str | None]) -> int:
+    """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset or invalid)."""
+    value = configuration.get(PROTECTION_KEY)
+    try:
+        return max(int(value), 0) if value is not None else 0
+    except ValueError:
+        return 0
 
 
 def expired_log_files(
@@ -127,7 +157,12 @@ def run_cleanup(
     storage: TableStorage, configuration: dict[str, str | None], *, now_ms: int | None = None
 ) -> tuple[list[str], int]:
     """Like :func:`cleanup_log`, also returning :attr:`CleanupPlan.next_due_ms`."""
-    plan = plan_cleanup(storage, retention_ms=log_retention_ms(configuration), now_ms=now_ms)
+    plan = plan_cleanup(
+        storage,
+        retention_ms=log_retention_ms(configuration),
+        now_ms=now_ms,
+        protect_before=checkpoint_protection_version(configuration),
+    )
     deleted = []
     for status in plan.doomed:
         with storage_errors(f"cannot delete {status.name}"):

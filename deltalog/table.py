@@ -12,10 +12,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import in_commit_timestamps as ict
 from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.check import CheckReport, check_storage
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.checksum import write_first_checksum
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.errors import (
     AppendOnlyError,
@@ -28,7 +30,7 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import protocol_for_new_table
-from deltalog.history import read_history
+from deltalog.history import commit_ict, read_history
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
@@ -36,6 +38,7 @@ from deltalog.properties import check_properties
 from deltalog.read import read_rows
 from deltalog.replay import replay
 from deltalog.retention import cleanup_log
+from deltalog.row_tracking import new_table_configuration
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, commit_times, list_log
 from deltalog.snapshot import Snapshot
@@ -122,7 +125,7 @@ class DeltaTable:
         self._storage = TableStorage.open(uri, storage_options)
         if timestamp is not None:
             listing = list_log(self._storage, use_hint=False)
-            version = _version_at(listing, _to_millis(timestamp))
+            version = _version_at(self._storage, listing, _to_millis(timestamp))
         else:
             listing = list_log(self._storage, use_hint=version is None)
             if (
@@ -184,8 +187,11 @@ class DeltaTable:
             read_version=None,
             is_blind_append=True,
         )
+        if ict.enabled(metadata):
+            info = ict.stamp(info, now_ms())
         if not try_write(storage, 0, serialize_actions([info, metadata, protocol])):
             raise TableAlreadyExistsError(f"a Delta table was created at {uri} concurrently")
+        write_first_checksum(storage, info, metadata, protocol)
         return cls(uri, storage_options=storage_options)
 
     # ------------------------------------------------------------------ reading
@@ -288,6 +294,8 @@ class DeltaTable:
         as delta-spark's ``DESCRIBE HISTORY`` reports it and as time travel by timestamp uses
         it (``DeltaTable(uri, timestamp=entry["timestamp"])`` opens ``entry["version"]``); the
         writer's own clock is in ``commitInfo``'s ``timestamp``, kept as ``commitTimestamp``.
+        On a table with in-commit timestamps, ``timestamp`` is the commit's
+        ``inCommitTimestamp`` from the version that enabled them on.
 
         Args:
             limit: At most this many entries.
@@ -295,7 +303,8 @@ class DeltaTable:
         if limit is not None:
             check_version_number(limit, "limit")
         listing = list_log(self._storage, use_hint=False)
-        return read_history(self._storage, listing, self.version(), limit)
+        ict_from = ict.commit_time_source(self._snapshot.metadata)
+        return read_history(self._storage, listing, self.version(), limit, ict_from)
 
     # ------------------------------------------------------------------ writing
     def transaction(
@@ -549,6 +558,7 @@ def new_table_actions(
     check_partition_columns(struct, partition_columns)
     config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
     check_properties(config)
+    config = new_table_configuration(config)
     protocol = protocol_for_new_table(struct, config)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -580,25 +590,33 @@ def _iso(ts: int) -> str:
         return f"{ts} ms since the epoch"
 
 
-def _version_at(listing: LogListing, ts: int) -> int:
-    """Latest version committed at or before ``ts`` (commit file times, made monotonic).
+def _version_at(storage: TableStorage, listing: LogListing, ts: int) -> int:
+    """Latest version committed at or before ``ts``.
 
-    As in delta-spark, a time before the first available commit or after the latest commit is
-    refused: the table's state at a time it has not reached yet is not known.
+    Commit times are in-commit timestamps from the version that enabled them on (found in the
+    latest metadata when the latest commit has one), file modification times made monotonic
+    before it. As in delta-spark, a time before the first available commit or after the latest
+    commit is refused: the table's state at a time it has not reached yet is not known.
     """
     if not listing.commits:
         raise VersionNotFoundError("no commit files to time travel with")
     times = commit_times(listing)
-    at_or_before = [v for v, t in times.items() if t <= ts]
-    if not at_or_before:
+    latest = max(times)
+    ict_from = None
+    latest_ict = commit_ict(storage, listing, latest)
+    if latest_ict is not None:
+        ict_from = ict.commit_time_source(replay(storage, listing).metadata)
+        if ict_from is not None:
+            times[latest] = latest_ict
+    found = ict.version_at(ts, times, ict_from, lambda v: commit_ict(storage, listing, v))
+    if found is None:
         first = min(listing.commits)
         raise TimestampOutOfRangeError(
             f"{_iso(ts)} is before the first available commit (version {first})"
         )
-    latest = max(times)
     if ts > times[latest]:
         raise TimestampOutOfRangeError(
             f"{_iso(ts)} is after the latest commit (version {latest}, at "
             f"{_iso(times[latest])}); use a timestamp at or before it, or open the latest version"
         )
-    return max(at_or_before)
+    return found

@@ -23,6 +23,7 @@ from deltalog.features import (
 )
 from deltalog.partitions import check_partition_columns
 from deltalog.properties import check_properties
+from deltalog.row_tracking import check_enablement as check_row_tracking_enablement
 from deltalog.schema import StructType, as_struct
 from deltalog.snapshot import Snapshot
 from deltalog.user_input import as_items, check_action, check_mapping
@@ -88,6 +89,7 @@ def metadata_change(
     check_partition_columns(struct, list(metadata.partition_columns))
     config = {k: v for k, v in metadata.configuration.items() if v is not None}
     check_properties(config)
+    check_row_tracking_enablement(current, metadata)
     needed = protocol_for_new_table(struct, config)
     protocol = staged_protocol or snapshot.protocol
     check_writable(protocol, metadata)

@@ -25,13 +25,14 @@ from deltalog.actions import (
     Action,
     AddCDCFile,
     AddFile,
+    CommitInfo,
     DomainMetadata,
     Metadata,
     Protocol,
     RemoveFile,
     Txn,
-    serialize_actions,
 )
+from deltalog.checksum import write_checksum_after
 from deltalog.commit import (
     ENGINE_INFO,
     AlreadyCommitted,
@@ -44,6 +45,7 @@ from deltalog.commit import (
     txn_covers,
     write_metrics,
 )
+from deltalog.commit_layout import CommitLayout
 from deltalog.conflicts import (
     ISOLATION_LEVELS,
     TransactionReads,
@@ -410,7 +412,18 @@ class Transaction:
                     path=path,
                 )
         now = now_ms()
-        cols = rows.select(["path", "partition_values", "size", "deletion_vector", "tags", "stats"])
+        cols = rows.select(
+            [
+                "path",
+                "partition_values",
+                "size",
+                "deletion_vector",
+                "tags",
+                "stats",
+                "base_row_id",
+                "default_row_commit_version",
+            ]
+        )
         by_key = {}
         for row in cols.to_pylist():
             dv = row["deletion_vector"]
@@ -424,6 +437,8 @@ class Transaction:
                 tags=dict(row["tags"]) if row["tags"] else None,
                 deletion_vector={k: v for k, v in dv.items() if v is not None} if dv else None,
                 stats=row["stats"],
+                base_row_id=row["base_row_id"],
+                default_row_commit_version=row["default_row_commit_version"],
             )
         return [by_key[k] for k in wanted.to_pylist()]
 
@@ -563,12 +578,13 @@ class Transaction:
             isolation_level=level,
             engine_info=self._engine_info,
         )
-        data = serialize_actions([info, *actions])
+        layout = CommitLayout(snap, info, actions)
         reads: TransactionReads | None = None
         winners: list[tuple[int, list[Action], int]] = []
         version = snap.version + 1
         while True:
             self.attempts += 1
+            info, actions, data = layout.build(version)  # again after a lost race
             # Also after a lost race: the catch-up's "not found" for a version does not mean
             # it is free when cleanup may have deleted it during the back-off.
             check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
@@ -586,11 +602,16 @@ class Transaction:
             if reads is None:
                 reads = self._reads(level)
             try:
+                seen = len(winners)
                 version = self._catch_up(version, reads, winners, info.extra.get("txnId"))
+                layout.after(winners[seen:])
             except LandedEarlier as landed:
                 # The store said "taken", but the commit there is this one (an attempt whose
-                # reply was lost landed after all): it is committed, once.
+                # reply was lost landed after all): it is committed, once, as laid out there.
                 version = landed.version
+                ours = read_commit(self._storage, commit_name(version), version)
+                info = next((a for a in ours if isinstance(a, CommitInfo)), info)
+                actions = [a for a in ours if not isinstance(a, CommitInfo)]
                 break
             except AlreadyCommitted as done:
                 self.no_op = True
@@ -600,6 +621,7 @@ class Transaction:
                 self._advanced(winners, None)
                 raise
         self._advanced(winners, (version, [info, *actions], now_ms()))
+        write_checksum_after(self._storage, version, actions, info, self._snapshot, winners)
         return version
 
     def _catch_up(

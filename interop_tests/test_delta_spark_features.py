@@ -25,7 +25,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_delta_spark import _sql_table, dl_live_rows, spark_count, spark_version
+from test_delta_spark import (
+    _sql_table,
+    dl_live_rows,
+    spark_count,
+    spark_history,
+    spark_version,
+    timestamp_text,
+)
 
 import deltalog.spark
 from deltalog.errors import UnsupportedFeatureError
@@ -96,8 +103,8 @@ EXPECTED_REFUSAL: dict[str, str | None] = {
     "column-mapping-name": "columnMapping",
     "liquid-clustering": "clustering",
     "v2-checkpoints": "v2Checkpoint",
-    "in-commit-timestamps": "inCommitTimestamp",
-    "row-tracking": "rowTracking",
+    "in-commit-timestamps": None,
+    "row-tracking": None,
     "type-widening": None,
     "check-constraint": "checkConstraints",
     "generated-column": "generatedColumns",
@@ -217,3 +224,170 @@ def test_deltalog_reads_and_appends_to_delta_spark_feature_table(
     assert dl_live_rows(root) == final_before + 1
     if landed is not None:
         assert spark.read.format("delta").load(root).where("id >= 100 AND id < 200").count() == 2
+    # every .crc (delta-spark's and deltalog's) agrees with deltalog's replay
+    report = DeltaTable(root).check(data_files=False)
+    assert report.checked.get("checksums", 0) > 0
+    crc_findings = [f for f in report.findings if "checksum" in f.code]
+    assert not crc_findings, crc_findings
+
+
+def _row_ids(spark: Any, root: str) -> dict[int, int]:
+    """``id -> _metadata.row_id`` of every live row, by delta-spark."""
+    frame = spark.read.format("delta").load(root).select("id", "_metadata.row_id")
+    rows = frame.collect()
+    ids = [int(r["row_id"]) for r in rows]
+    assert len(ids) == len(set(ids)), "delta-spark sees duplicate row ids"
+    return {int(r["id"]): int(r["row_id"]) for r in rows}
+
+
+def _log_icts(root: str) -> dict[int, int]:
+    """Each commit's ``inCommitTimestamp``, read from the JSON files (not by deltalog)."""
+    import json
+
+    log = os.path.join(root, "_delta_log")
+    out = {}
+    for name in sorted(os.listdir(log)):
+        if name.endswith(".json") and name[:20].isdigit():
+            with open(os.path.join(log, name)) as fh:
+                first = json.loads(fh.readline())
+            out[int(name[:20])] = first["commitInfo"]["inCommitTimestamp"]
+    return out
+
+
+def test_deltalog_commits_on_an_ict_and_row_tracking_table(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """delta-spark makes a table with in-commit timestamps and row tracking; deltalog appends
+    (append_files, deltalog.spark.write) and removes a file; delta-spark reads the same rows with
+    stable, unique row ids, its history shows the in-commit timestamps, its DETAIL agrees with
+    the checksums deltalog wrote, and it appends after deltalog; delta-rs reads the rows."""
+    spark = delta_spark
+    root = str(tmp_path / "ict-rows")
+    t = _sql_table(root)
+    spark.sql(
+        f"CREATE TABLE {t} ({BASE_COLUMNS}) USING DELTA TBLPROPERTIES "
+        "('delta.enableInCommitTimestamps' = 'true', 'delta.enableRowTracking' = 'true')"
+    )
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    spark.sql(f"INSERT INTO {t} VALUES (4, 'd')")
+    before = _row_ids(spark, root)
+
+    table = DeltaTable(root)
+    data = pa.table({"id": pa.array([10, 11], pa.int64()), "v": pa.array(["x", "y"])})
+    pq.write_table(data, os.path.join(root, "deltalog-append.parquet"))
+    table.append_files(["deltalog-append.parquet"])
+    deltalog.spark.write(spark.createDataFrame([(20, "z")], "id long, v string"), root)
+    table.update()
+    files = table.files()
+    one_row = next(  # the file delta-spark wrote for id 4
+        p
+        for p, st in zip(
+            files.column("path").to_pylist(), files.column("stats").to_pylist(), strict=True
+        )
+        if '"numRecords":1' in st and "deltalog" not in p and '"id":4' in st
+    )
+    with table.transaction("DELETE", parameters={"predicate": '["(id = 4)"]'}) as tx:
+        tx.read_files()
+        tx.remove(one_row)
+    head = table.version()
+
+    # the same rows; row ids unique, and unchanged for the rows delta-spark wrote
+    after = _row_ids(spark, root)
+    assert sorted(after) == [1, 2, 3, 10, 11, 20]
+    assert all(after[i] == before[i] for i in (1, 2, 3))
+    # history: the in-commit timestamps, strictly increasing
+    icts = _log_icts(root)
+    history = spark_history(spark, root)
+    assert {int(h["version"]): int(h["timestamp"]) for h in history} == icts
+    assert [icts[v] for v in sorted(icts)] == sorted(set(icts.values()))
+    assert [h["timestamp"] for h in DeltaTable(root).history()] == [h["timestamp"] for h in history]
+    # DESCRIBE DETAIL agrees with deltalog (delta-spark takes them from the .crc files)
+    assert os.path.exists(os.path.join(root, "_delta_log", f"{head:020d}.crc"))
+    detail = spark.sql(f"DESCRIBE DETAIL {t}").collect()[0]
+    snap = DeltaTable(root).snapshot
+    assert (int(detail["numFiles"]), int(detail["sizeInBytes"])) == (
+        snap.num_files,
+        snap.size_in_bytes,
+    )
+    assert DeltaTable(root).check(data_files=False).ok
+
+    # delta-spark appends after deltalog; row ids stay unique
+    spark.sql(f"INSERT INTO {t} VALUES (30, 'w')")
+    final = _row_ids(spark, root)
+    assert sorted(final) == [1, 2, 3, 10, 11, 20, 30]
+    assert all(final[i] == after[i] for i in after)
+    report = DeltaTable(root).check(data_files=False)
+    assert report.ok, report.findings
+
+    import deltalake
+
+    assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 7
+
+
+def test_deltalog_enables_in_commit_timestamps_on_a_delta_spark_table(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    """deltalog turns in-commit timestamps on for a table delta-spark made without them;
+    delta-spark's history then shows file times before and in-commit timestamps from the
+    enablement version on, its time travel by timestamp agrees with deltalog's, and it commits
+    after deltalog."""
+    from deltalog.actions import Protocol
+
+    spark = delta_spark
+    root = str(tmp_path / "enable-ict")
+    t = _sql_table(root)
+    spark.sql(f"CREATE TABLE {t} ({BASE_COLUMNS}) USING DELTA")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a')")
+    table = DeltaTable(root)
+    old = table.protocol()
+    writer = set(active_writer_features(old, table.metadata()))
+    writer |= {"appendOnly", "invariants", "inCommitTimestamp"}  # what writerVersion 2 implies
+    with table.transaction("SET TBLPROPERTIES") as tx:
+        tx.update_protocol(
+            Protocol(old.min_reader_version, 7, writer_features=sorted(writer))
+            if old.min_reader_version < 3
+            else Protocol(3, 7, reader_features=old.reader_features, writer_features=sorted(writer))
+        )
+        tx.update_metadata(
+            configuration={
+                **table.metadata().configuration,
+                "delta.enableInCommitTimestamps": "true",
+            }
+        )
+    enabled_at = table.version()
+    config = table.metadata().configuration
+    assert config["delta.inCommitTimestampEnablementVersion"] == str(enabled_at)
+    pq.write_table(
+        pa.table({"id": pa.array([2], pa.int64()), "v": pa.array(["b"])}),
+        os.path.join(root, "deltalog-append.parquet"),
+    )
+    table.append_files(["deltalog-append.parquet"])
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'c')")
+
+    icts = _log_icts_from(root, enabled_at)
+    history = {int(h["version"]): int(h["timestamp"]) for h in spark_history(spark, root)}
+    assert {v: history[v] for v in icts} == icts
+    assert str(icts[enabled_at]) == config["delta.inCommitTimestampEnablementTimestamp"]
+    assert history[enabled_at - 1] < icts[enabled_at]
+    ours = {h["version"]: h["timestamp"] for h in DeltaTable(root).history()}
+    assert ours == history
+    head = max(history)
+    at = icts[head - 1]
+    assert DeltaTable(root, timestamp=at).version() == head - 1
+    frame = spark.read.format("delta").option("timestampAsOf", timestamp_text(at)).load(root)
+    assert frame.count() == 2
+    assert spark_count(spark, root) == 3
+
+
+def _log_icts_from(root: str, first: int) -> dict[int, int]:
+    """``inCommitTimestamp`` of every commit from ``first`` on (read with json)."""
+    import json
+
+    log = os.path.join(root, "_delta_log")
+    out = {}
+    for name in sorted(os.listdir(log)):
+        if name.endswith(".json") and name[:20].isdigit() and int(name[:20]) >= first:
+            with open(os.path.join(log, name)) as fh:
+                info = json.loads(fh.readline())["commitInfo"]
+            out[int(name[:20])] = info["inCommitTimestamp"]
+    return out

@@ -20,8 +20,8 @@ def write_parquet(root: str | Path, relative: str, table: pa.Table) -> str:
 
 
 def log_names(root: str | Path) -> list[str]:
-    """Sorted names in ``_delta_log`` (hidden temp files included)."""
-    return sorted(os.listdir(Path(root) / "_delta_log"))
+    """Sorted names in ``_delta_log`` (hidden temp files included, ``.crc`` checksums not)."""
+    return sorted(n for n in os.listdir(Path(root) / "_delta_log") if not n.endswith(".crc"))
 
 
 def write_commit(root: str | Path, version: int, lines: list[bytes]) -> None:

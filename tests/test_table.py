@@ -268,10 +268,10 @@ def test_append_only_tables_refuse_overwrite(tmp_path: Path) -> None:
                 "minReaderVersion": 3,
                 "minWriterVersion": 7,
                 "readerFeatures": [],
-                "writerFeatures": ["rowTracking"],
+                "writerFeatures": ["geospatial"],
             },
             {},
-            "rowTracking",
+            "geospatial",
         ),
         (
             {"minReaderVersion": 2, "minWriterVersion": 5},

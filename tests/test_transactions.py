@@ -307,13 +307,13 @@ def test_protocol_changed_when_both_upgrade(uri: str) -> None:
                 "minReaderVersion": 3,
                 "minWriterVersion": 7,
                 "readerFeatures": [],
-                "writerFeatures": ["domainMetadata", "rowTracking"],
+                "writerFeatures": ["domainMetadata", "geospatial"],
             },
-            "rowTracking",
+            "geospatial",
         ),
         ({"minReaderVersion": 1, "minWriterVersion": 8}, "writerVersion=8"),
     ],
-    ids=["rowTracking", "writerVersion8"],
+    ids=["geospatial", "writerVersion8"],
 )
 def test_protocol_changed_to_one_deltalog_cannot_write_is_not_retryable(
     uri: str, protocol: dict[str, Any], feature: str

@@ -41,6 +41,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "checkpoint-mismatch": ("error", "a checkpoint differs from replay of the commits it covers"),
     "missing-file": ("error", "a live data file does not exist"),
     "size-mismatch": ("error", "a live data file's size differs from its add action"),
+    "checksum-mismatch": ("error", "a version's .crc file disagrees with replay"),
+    "bad-checksum": ("warning", "a version's .crc file does not parse"),
     "unsupported-writer-feature": ("warning", "the protocol needs a writer feature not known"),
     "remove-of-missing-file": ("warning", "a commit removes a file that is not live"),
     "stats-unknown-column": ("warning", "stats name a column the schema does not have"),

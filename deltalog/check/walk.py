@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from deltalog.actions import Action, parse_actions
 from deltalog.check.actions import ActionChecks
 from deltalog.check.checkpoints import CheckpointChecks
+from deltalog.check.checksums import SIZE_CHECKS, check_checksum
 from deltalog.check.files import FileChecks
 from deltalog.check.findings import CheckReport, Findings
 from deltalog.check.state import TableState, compare_checkpoint
@@ -63,6 +64,8 @@ class _Walk:
         self.checkpoints = CheckpointChecks(storage, self.checks)
         self.files = FileChecks(storage, self.findings)
         self.checked = {"commits": 0, "checkpoints": 0, "actions": 0}
+        self.crcs: dict[int, str] = {}
+        self.size_checked: set[int] = set()
 
     def run(self, *, data_files: bool) -> CheckReport:
         entries = list_entries(self.storage)
@@ -73,6 +76,12 @@ class _Walk:
         self._incomplete_checkpoints(entries)
         retained = sorted(v for v in listing.checkpoints if not listing.stranded(v))
         self._gaps(set(listing.commits), retained or sorted(listing.checkpoints))
+        self.crcs = {
+            int(e.name[:20]): e.name
+            for e in entries
+            if len(e.name) == 24 and e.name.endswith(".crc") and e.name[:20].isdigit()
+        }
+        self.size_checked = set(sorted(self.crcs)[-SIZE_CHECKS:])
         state = self._replay(listing.commits, listing.checkpoints)
         self.checkpoints.last_checkpoint(listing.checkpoints, latest)
         if data_files and state is not None:
@@ -158,6 +167,13 @@ class _Walk:
                     )
             if status is None and not loaded_any:
                 state = None  # neither the commit nor a checkpoint gives this version
+            crc = self.crcs.get(version)
+            if crc is not None and state is not None:
+                size = version in self.size_checked
+                if check_checksum(
+                    self.storage, version, crc, state, self.findings, check_size=size
+                ):
+                    self.checked["checksums"] = self.checked.get("checksums", 0) + 1
             if self.progress is not None:
                 self.progress("versions", done, len(versions))
         return state

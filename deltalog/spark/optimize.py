@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import InvalidInputError
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table, validate
+from deltalog.row_tracking import refuse_table_rewrite
 from deltalog.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.task import RewriteBin, rewrite_task
 from deltalog.spark.write import (
@@ -194,6 +195,8 @@ def optimize(
         InvalidInputError: A size is not a positive int (nothing written).
         UnsupportedFeatureError: The table needs a writer feature deltalog lacks (checked
             before any file is written).
+        RowTrackingRewriteError: The table tracks row ids, which a rewrite by deltalog would
+            not preserve (checked before any file is written).
         SparkWriteError: The Spark job failed (nothing committed).
         ConcurrentDeleteReadError: A concurrent commit removed a file being compacted.
         StorageError: The log store failed.
@@ -232,6 +235,7 @@ def stage_optimize(
     table = DeltaTable(uri, storage_options=options, background_checkpoints=False)
     snapshot = table.snapshot
     snapshot.check_writable()
+    refuse_table_rewrite(snapshot.protocol, snapshot.metadata)  # row ids are not preserved
     schema = snapshot.schema
     partition_columns = snapshot.partition_columns
     schema.to_arrow()  # a type the rewrite cannot read (variant) is refused here

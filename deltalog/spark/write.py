@@ -19,6 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
+from deltalog import in_commit_timestamps as ict
+from deltalog import row_tracking
 from deltalog.actions import Action, AddFile, Txn, serialize_actions
 from deltalog.commit import make_commit_info, now_ms, num_records, try_write, write_metrics
 from deltalog.errors import (
@@ -412,10 +414,19 @@ def _stage_new_table(
             is_blind_append=mode == "append",
             metrics=write_metrics(adds),
         )
+        if ict.enabled(metadata):
+            info = ict.stamp(info, now_ms())
+        first_adds: list[Action] = list(adds)
+        row_domain = None
+        if row_tracking.supported(protocol, metadata):  # fresh row ids from 0 at version 0
+            assigned, row_domain = row_tracking.assign(adds, 0, -1)
+            first_adds = list(assigned)
         actions: list[Action] = [info, protocol, metadata]
         if app_id is not None and app_version is not None:
             actions.append(Txn(app_id=app_id, version=app_version, last_updated=now_ms()))
-        actions.extend(adds)
+        if row_domain is not None:
+            actions.append(row_domain)
+        actions.extend(first_adds)
         staged._first_commit = serialize_actions(actions)
     except BaseException:
         staged.abort()
