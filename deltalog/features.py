@@ -39,6 +39,9 @@ WRITABLE_FEATURES = frozenset(
         "typeWidening",
         "typeWidening-preview",
         "changeDataFeed",
+        "columnMapping",
+        "clustering",
+        "v2Checkpoint",
     }
 )
 
@@ -215,10 +218,8 @@ _PROPERTY_FEATURES: dict[str, tuple[str, tuple[int, int]]] = {
     "delta.enableDeletionVectors": ("deletionVectors", (3, 7)),
 }
 _UNSUPPORTED_PROPERTIES = {
-    "delta.columnMapping.mode": "columnMapping",
     "delta.enableRowTracking": "rowTracking",
     "delta.enableInCommitTimestamps": "inCommitTimestamp",
-    "delta.checkpointPolicy": "v2Checkpoint",
     "delta.enableIcebergCompatV1": "icebergCompatV1",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
@@ -245,6 +246,12 @@ def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str])
         if configuration.get(key, "false").lower() == "true":
             features.add(feature)
             legacy = (max(legacy[0], versions[0]), max(legacy[1], versions[1]))
+    if configuration.get("delta.columnMapping.mode", "none").lower() in ("name", "id"):
+        features.add("columnMapping")
+        legacy = (max(legacy[0], 2), max(legacy[1], 5))
+    if configuration.get("delta.checkpointPolicy", "classic").lower() == "v2":
+        features.add("v2Checkpoint")
+        legacy = (3, 7)
     if _uses_type(schema, "timestamp_ntz"):
         features.add("timestampNtz")
         legacy = (3, 7)

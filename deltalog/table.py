@@ -16,6 +16,7 @@ from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.check import CheckReport, check_storage
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.column_mapping import map_new_columns
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.errors import (
     AppendOnlyError,
@@ -550,6 +551,7 @@ def new_table_actions(
     config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
     check_properties(config)
     protocol = protocol_for_new_table(struct, config)
+    struct, config = map_new_columns(struct, config)
     metadata = Metadata(
         id=str(uuid.uuid4()),
         name=name,

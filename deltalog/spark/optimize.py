@@ -33,6 +33,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.column_mapping import physical_name
 from deltalog.errors import InvalidInputError
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table, validate
 from deltalog.schema import PrimitiveType, StructField, StructType
@@ -268,6 +269,7 @@ def stage_optimize(
         return StagedOptimize(None, nothing, [])
 
     storage = table._storage
+    logged_keys = [physical_name(schema.field(c)) for c in partition_columns]
     plan = task_plan(
         spark,
         table.uri,
@@ -284,7 +286,7 @@ def stage_optimize(
     work = [
         RewriteBin(
             locations=tuple(storage.locate(p) for p in b.column("path").to_pylist()),
-            partition_values=_partition_items(b, partition_columns),
+            partition_values=_partition_items(b, logged_keys),
         )
         for b in bins
     ]
@@ -405,14 +407,16 @@ def _partition_items(
     files: pa.Table, partition_columns: list[str]
 ) -> tuple[tuple[str, str | None], ...]:
     mapping = dict(files.column("partition_values")[0].as_py() or [])
-    return tuple((c, mapping.get(c)) for c in partition_columns)
+    return tuple((c, mapping.get(c)) for c in partition_columns)  # logged (physical) keys
 
 
 def _strings_for(schema: StructType, partition_columns: list[str]) -> StructType:
     """``schema`` with the partition columns typed ``string`` (values are copied as logged)."""
     return StructType(
         tuple(
-            StructField(f.name, PrimitiveType("string"), True) if f.name in partition_columns else f
+            StructField(f.name, PrimitiveType("string"), True, f.metadata)
+            if f.name in partition_columns
+            else f
             for f in schema.fields
         )
     )

@@ -1,0 +1,84 @@
+"""Liquid clustering (the ``clustering`` writer feature): what writes must leave intact.
+
+A clustered table lists its clustering columns in the ``delta.clustering`` domain metadata
+(``{"clusteringColumns": [["col"], ...]}``, physical names when columns are mapped). Appends
+need no clustering: their ``add`` actions carry no ``clusteringProvider`` (only a clustering
+implementation that actually clustered the rows sets it), and deltalog never writes the domain
+(:meth:`Transaction.domain_metadata` refuses ``delta.*`` domains). What could break the
+clustering metadata is a metadata change: partitioning a clustered table (the protocol forbids
+both at once), or dropping a clustering column. Those are refused here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from deltalog.actions import Metadata
+from deltalog.column_mapping import physical_name
+from deltalog.errors import ClusteringChangeError
+from deltalog.schema import StructType
+from deltalog.snapshot import Snapshot
+
+DOMAIN = "delta.clustering"
+
+__all__ = ["DOMAIN", "check_clustering_change", "clustering_columns", "is_clustered"]
+
+
+def is_clustered(snapshot: Snapshot) -> bool:
+    """Whether the table supports the ``clustering`` writer feature."""
+    return "clustering" in (snapshot.protocol.writer_features or ())
+
+
+def clustering_columns(snapshot: Snapshot) -> list[tuple[str, ...]]:
+    """The clustering columns as name paths (as logged: physical names when mapped)."""
+    domain = snapshot.domains.get(DOMAIN)
+    if domain is None:
+        return []
+    try:
+        config: Any = orjson.loads(domain.configuration)
+    except orjson.JSONDecodeError:
+        return []
+    columns = config.get("clusteringColumns") if isinstance(config, dict) else None
+    out: list[tuple[str, ...]] = []
+    for column in columns or []:
+        if isinstance(column, str):
+            out.append((column,))
+        elif isinstance(column, list) and all(isinstance(part, str) for part in column):
+            out.append(tuple(column))
+    return out
+
+
+def check_clustering_change(snapshot: Snapshot, metadata: Metadata, schema: StructType) -> None:
+    """Refuse new metadata that a clustered table's clustering columns cannot survive.
+
+    Raises:
+        ClusteringChangeError: The new metadata partitions the table, or drops a clustering
+            column.
+    """
+    if not is_clustered(snapshot):
+        return
+    if metadata.partition_columns:
+        raise ClusteringChangeError(
+            f"the table is clustered; it cannot also be partitioned by "
+            f"{list(metadata.partition_columns)} (a Delta table is clustered or partitioned)"
+        )
+    for path in clustering_columns(snapshot):
+        if not _has_path(schema, path):
+            raise ClusteringChangeError(
+                f"the new schema drops clustering column {'.'.join(path)!r}; change the "
+                "clustering columns with delta-spark (ALTER TABLE ... CLUSTER BY) first"
+            )
+
+
+def _has_path(schema: StructType, path: tuple[str, ...]) -> bool:
+    struct: Any = schema
+    for part in path:
+        if not isinstance(struct, StructType):
+            return False
+        found = [f for f in struct.fields if part in (physical_name(f), f.name)]
+        if not found:
+            return False
+        struct = found[0].type
+    return True
