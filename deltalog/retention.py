@@ -5,7 +5,8 @@ commit after that checkpoint remain. Cleanup therefore picks the newest checkpoi
 before the cutoff (``now - delta.logRetentionDuration``), checks that its files are readable
 Parquet, and deletes only files for versions strictly older than it whose own modification time
 is also before the cutoff. That checkpoint and everything after it are never touched. Temp
-files of dead or finished log writes go too (:mod:`deltalog.log_temp`).
+files of dead or finished log writes go too (:mod:`deltalog.log_temp`), and so do V2
+checkpoint sidecars that no remaining checkpoint references (:mod:`deltalog.sidecars`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from deltalog.log_temp import cleanup_log_temp_files
 from deltalog.logstores import FileStatus
 from deltalog.paths import parse_log_name
 from deltalog.segment import Checkpoint, classify
+from deltalog.sidecars import cleanup_sidecars, sidecars_present
 from deltalog.storage import TableStorage, storage_errors
 
 _CRC = re.compile(r"^(\d{20})\.crc$")
@@ -37,7 +39,7 @@ def _readable(storage: TableStorage, checkpoint: Checkpoint) -> bool:
                 pq.ParquetFile(fh).metadata  # noqa: B018 - reading the footer is the check
         except (pa.ArrowException, OSError, ValueError):
             return False
-    return True
+    return sidecars_present(storage, checkpoint)
 
 
 def _version_of(status: FileStatus) -> int | None:
@@ -133,6 +135,9 @@ def run_cleanup(
         with storage_errors(f"cannot delete {status.name}"):
             storage.store.delete(status.path)
         deleted.append(status.name)
+    deleted += cleanup_sidecars(
+        storage, now_ms=int(time.time() * 1000) if now_ms is None else now_ms
+    )
     prefix = storage.log_path + "/"
     for location in cleanup_log_temp_files(storage, now_ms=now_ms):
         deleted.append(location[len(prefix) :] if location.startswith(prefix) else location)
