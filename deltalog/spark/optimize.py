@@ -246,7 +246,9 @@ def stage_optimize(
         files = files.filter(matches(predicate, values))
         shown = where if isinstance(where, str) else str(predicate)
         predicate_text = orjson.dumps([shown]).decode()
-    bins, skipped = _plan_bins(files, partition_columns, target_file_size, min_file_size)
+    # Partition values are logged by physical name on a column-mapped table.
+    logged_keys = [physical_name(schema.field(c)) for c in partition_columns]
+    bins, skipped = _plan_bins(files, logged_keys, target_file_size, min_file_size)
     parameters: dict[str, Any] = {
         "predicate": predicate_text,
         "zOrderBy": "[]",
@@ -269,7 +271,6 @@ def stage_optimize(
         return StagedOptimize(None, nothing, [])
 
     storage = table._storage
-    logged_keys = [physical_name(schema.field(c)) for c in partition_columns]
     plan = task_plan(
         spark,
         table.uri,
