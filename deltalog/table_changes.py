@@ -88,6 +88,7 @@ def metadata_change(
         )
     struct = StructType.from_json_string(metadata.schema_string or "")
     check_partition_columns(struct, list(metadata.partition_columns))
+    check_clustering_change(snapshot, metadata, struct)
     config = {k: v for k, v in metadata.configuration.items() if v is not None}
     check_properties(config)
     struct, config = map_new_columns(struct, config, previous=current.configuration)
@@ -113,7 +114,6 @@ def metadata_change(
         changed = any(
             f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
         )
-    check_clustering_change(snapshot, metadata, struct)
     rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or changed
     return metadata, rewrites
 
