@@ -16,14 +16,21 @@ from typing import Any
 import orjson
 
 from deltalog.actions import Metadata
-from deltalog.column_mapping import physical_name
-from deltalog.errors import ClusteringChangeError
-from deltalog.schema import StructType
+from deltalog.column_mapping import is_mapped, physical_name, physical_schema
+from deltalog.errors import ClusteringChangeError, UnsupportedFeatureError
+from deltalog.schema import ArrayType, DataType, MapType, StructType
 from deltalog.snapshot import Snapshot
+from deltalog.stats import DEFAULT_INDEXED_COLS
 
 DOMAIN = "delta.clustering"
 
-__all__ = ["DOMAIN", "check_clustering_change", "clustering_columns", "is_clustered"]
+__all__ = [
+    "DOMAIN",
+    "check_clustering_change",
+    "check_clustering_stats",
+    "clustering_columns",
+    "is_clustered",
+]
 
 
 def is_clustered(snapshot: Snapshot) -> bool:
@@ -70,6 +77,59 @@ def check_clustering_change(snapshot: Snapshot, metadata: Metadata, schema: Stru
                 f"the new schema drops clustering column {'.'.join(path)!r}; change the "
                 "clustering columns with delta-spark (ALTER TABLE ... CLUSTER BY) first"
             )
+
+
+def check_clustering_stats(snapshot: Snapshot) -> None:
+    """Refuse writing a clustered table whose clustering columns deltalog gives no statistics.
+
+    The protocol requires per-column statistics for clustering columns in every ``add``.
+    deltalog writes them for the first ``delta.dataSkippingNumIndexedCols`` leaf columns (it
+    does not read ``delta.dataSkippingStatsColumns``), which delta-spark's ``CLUSTER BY``
+    columns normally are.
+
+    Raises:
+        UnsupportedFeatureError: A clustering column is not among those leaf columns.
+    """
+    if not is_clustered(snapshot):
+        return
+    schema = snapshot.schema
+    if is_mapped(snapshot.configuration):
+        schema = physical_schema(schema)
+    data = StructType(tuple(f for f in schema.fields if f.name not in _partition_keys(snapshot)))
+    leaves: list[tuple[tuple[str, ...], bool]] = []
+    _leaves(data, (), False, leaves)
+    text = snapshot.configuration.get("delta.dataSkippingNumIndexedCols")
+    limit = int(text) if text and text.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
+    indexed = {path for path, repeated in (leaves if limit < 0 else leaves[:limit]) if not repeated}
+    for column in clustering_columns(snapshot):
+        if column not in indexed:
+            raise UnsupportedFeatureError(
+                f"clustering column {'.'.join(column)!r} is not among the first {limit} leaf "
+                "columns deltalog writes statistics for (delta.dataSkippingNumIndexedCols), and "
+                "a clustered table needs them in every file",
+                feature="clustering",
+                operation="write",
+            )
+
+
+def _partition_keys(snapshot: Snapshot) -> set[str]:
+    return {physical_name(snapshot.schema.field(c)) for c in snapshot.partition_columns}
+
+
+def _leaves(
+    t: DataType, path: tuple[str, ...], repeated: bool, out: list[tuple[tuple[str, ...], bool]]
+) -> None:
+    """Parquet leaf columns in order: (name path, inside a list or map)."""
+    if isinstance(t, StructType):
+        for f in t.fields:
+            _leaves(f.type, (*path, f.name), repeated, out)
+    elif isinstance(t, ArrayType):
+        _leaves(t.element_type, (*path, "element"), True, out)
+    elif isinstance(t, MapType):
+        _leaves(t.key_type, (*path, "key"), True, out)
+        _leaves(t.value_type, (*path, "value"), True, out)
+    else:
+        out.append((path, repeated))
 
 
 def _has_path(schema: StructType, path: tuple[str, ...]) -> bool:

@@ -9,7 +9,12 @@ import pyarrow as pa
 import pytest
 from tableutil import write_commit, write_parquet
 
-from deltalog import ClusteringChangeError, DeltaTable, InvalidInputError
+from deltalog import (
+    ClusteringChangeError,
+    DeltaTable,
+    InvalidInputError,
+    UnsupportedFeatureError,
+)
 from deltalog.schema import StructType
 
 SCHEMA_STRING = (
@@ -19,7 +24,7 @@ SCHEMA_STRING = (
 CLUSTERING = '{"clusteringColumns":[["id"]]}'
 
 
-def _clustered(root: Path) -> DeltaTable:
+def _clustered(root: Path, configuration: dict[str, str] | None = None) -> DeltaTable:
     protocol = {
         "minReaderVersion": 1,
         "minWriterVersion": 7,
@@ -30,7 +35,7 @@ def _clustered(root: Path) -> DeltaTable:
         "format": {"provider": "parquet", "options": {}},
         "schemaString": SCHEMA_STRING,
         "partitionColumns": [],
-        "configuration": {},
+        "configuration": configuration or {},
     }
     domain = {"domain": "delta.clustering", "configuration": CLUSTERING, "removed": False}
     write_commit(
@@ -76,3 +81,23 @@ def test_partitioning_or_dropping_a_clustering_column_is_refused(tmp_path: Path)
     with table.transaction("ADD COLUMNS") as tx:
         tx.update_metadata(schema=wider)
     assert DeltaTable(str(tmp_path)).schema().names == ["id", "v", "w"]
+
+
+def test_a_clustering_column_without_statistics_is_refused(tmp_path: Path) -> None:
+    # Only the first leaf column ("id") gets statistics; clustering on "v" could not be kept.
+    clustered = _clustered(tmp_path / "a", {"delta.dataSkippingNumIndexedCols": "1"})
+    rel = write_parquet(tmp_path / "a", "a.parquet", pa.table({"id": [1], "v": ["x"]}))
+    assert clustered.append_files([rel]) == 1  # "id" is indexed
+    (tmp_path / "b").mkdir()
+    domain = (tmp_path / "a" / "_delta_log" / "00000000000000000000.json").read_bytes()
+    write_commit(
+        tmp_path / "b",
+        0,
+        [line.replace(b'[[\\"id\\"]]', b'[[\\"v\\"]]') for line in domain.splitlines()],
+    )
+    on_v = DeltaTable(str(tmp_path / "b"))
+    assert "v" in on_v.snapshot.domains["delta.clustering"].configuration
+    rel = write_parquet(tmp_path / "b", "a.parquet", pa.table({"id": [1], "v": ["x"]}))
+    with pytest.raises(UnsupportedFeatureError, match="'v'") as info:
+        on_v.append_files([rel])
+    assert info.value.feature == "clustering"

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from deltalog.actions import Action, AddFile, Txn, serialize_actions
+from deltalog.clustering import check_clustering_stats
 from deltalog.column_mapping import (
     logical_to_physical,
     mapping_mode,
@@ -322,6 +323,7 @@ def stage(
         )
     snapshot = table.snapshot
     snapshot.check_writable()
+    check_clustering_stats(snapshot)
     refuse_unenforced_constraints(snapshot.schema, uri=uri)
     check_partitioning(partition_by, snapshot.partition_columns, uri=uri)
     pairs = match_columns(frame_schema, snapshot.schema, snapshot.partition_columns, uri=uri)
