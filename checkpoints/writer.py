@@ -101,7 +101,7 @@ def checkpoint_sections(content: CheckpointContent) -> Iterator[pa.Table]:
     yield from _batches(schema, "remove", content.removes, REMOVE)
 
 
-def _to_parquet(sections: Iterable[pa.Table]) -> tuple[bytes, int]:
+def _to_parquet(sections: Iterable[pa.Table], schema: pa.Schema | None = None) -> tuple[bytes, int]:
     """Parquet bytes (and row count) with each section written as its own row group.
 
     Readers then skip whole row groups by their statistics: listing files never touches the
@@ -109,13 +109,14 @@ def _to_parquet(sections: Iterable[pa.Table]) -> tuple[bytes, int]:
     """
     sink = io.BytesIO()
     rows = 0
+    schema = classic_schema() if schema is None else schema
     with pq.ParquetWriter(
         sink,
-        classic_schema(),
+        schema,
         compression="snappy",
         # Readers prune row groups by the null counts of these leaves; min/max of a million
         # paths and stats strings would cost half the write and serve nobody.
-        write_statistics=list(PRESENCE_LEAVES.values()),
+        write_statistics=[v for k, v in PRESENCE_LEAVES.items() if k in schema.names],
         # Only partition keys and values repeat enough for dictionaries to pay off.
         use_dictionary=["add.partitionValues.key_value.key", "add.partitionValues.key_value.value"],
     ) as writer:
@@ -157,18 +158,31 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
         "sizeInBytes": data_size,
         "numOfAddFiles": n_add,
     }
+    return publish_pointer(store, log_path, pointer)
+
+
+def publish_pointer(store: LogStore, log_path: str, pointer: dict[str, Any]) -> LastCheckpoint:
+    """Write ``pointer`` (with its checksum) to ``_last_checkpoint`` unless that is newer.
+
+    Returns:
+        ``pointer`` as a :class:`LastCheckpoint`, whether or not it was written.
+
+    Raises:
+        LogStoreError: The store failed.
+    """
     pointer["checksum"] = json_checksum(pointer)
+    known = {"version", "size", "sizeInBytes", "numOfAddFiles"}
     last = LastCheckpoint(
-        version=content.version,
-        size=num_rows,
-        size_in_bytes=data_size,
-        num_of_add_files=n_add,
-        extra={"checksum": pointer["checksum"]},
+        version=pointer["version"],
+        size=pointer.get("size"),
+        size_in_bytes=pointer.get("sizeInBytes"),
+        num_of_add_files=pointer.get("numOfAddFiles"),
+        extra={k: v for k, v in pointer.items() if k not in known},
     )
     pointer_path = LogStore.join(log_path, LAST_CHECKPOINT)
     try:
         current = parse_last_checkpoint(store.read(pointer_path))
-        if current.version >= content.version:
+        if current.version >= last.version:
             return last
     except (LogFileNotFoundError, CheckpointFormatError):
         pass

@@ -7,6 +7,7 @@ import time
 import pyarrow.compute as pc
 
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.checkpoints.v2 import write_v2_checkpoint
 from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
 from deltalog.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONE_FIELDS, TOMBSTONES_SCHEMA
@@ -40,13 +41,27 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
     return CheckpointContent(snapshot.version, actions, adds, removes)
 
 
+def uses_v2_checkpoints(snapshot: Snapshot) -> bool:
+    """Whether checkpoints of ``snapshot`` are V2 ones.
+
+    That is when the protocol supports ``v2Checkpoint`` and ``delta.checkpointPolicy`` is
+    ``v2``; with the feature and the ``classic`` policy a classic V1 checkpoint is valid too.
+    """
+    policy = str(snapshot.configuration.get("delta.checkpointPolicy") or "classic").lower()
+    return policy == "v2" and "v2Checkpoint" in (snapshot.protocol.writer_features or ())
+
+
 def write_snapshot_checkpoint(storage: TableStorage, snapshot: Snapshot) -> LastCheckpoint:
-    """Write a classic checkpoint of ``snapshot`` and move ``_last_checkpoint`` to it.
+    """Write a checkpoint of ``snapshot`` and move ``_last_checkpoint`` to it.
+
+    The checkpoint is a V2 one (UUID-named, file actions in a sidecar) where
+    :func:`uses_v2_checkpoints` says so, else a classic one.
 
     Raises:
         StorageError: The log store failed.
         CheckpointError: The snapshot cannot be laid out as a checkpoint.
     """
     content = checkpoint_content(snapshot)
+    write = write_v2_checkpoint if uses_v2_checkpoints(snapshot) else write_checkpoint
     with storage_errors(f"cannot write checkpoint {snapshot.version}"):
-        return write_checkpoint(storage.store, storage.log_path, content)
+        return write(storage.store, storage.log_path, content)

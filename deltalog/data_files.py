@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 
 from deltalog.actions import AddFile, Metadata
+from deltalog.clustering import check_clustering_stats
 from deltalog.errors import (
     DataFileNotFoundError,
     DuplicateFileError,
@@ -174,6 +175,7 @@ def describe(
         UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
     """
     snapshot.check_writable()
+    check_clustering_stats(snapshot)
     if metadata is None:
         schema, columns, config = (
             snapshot.schema,

@@ -21,12 +21,14 @@
     ├── InvalidInputError             the caller's input is refused; nothing was written
     │   ├── InvalidSchemaError        a schema that cannot be represented or parsed
     │   ├── SchemaMismatchError       a data file's schema does not match the table
+    │   │   └── ColumnMappingError    a data file lacks a column-mapped table's physical names/ids
     │   ├── PartitionValueError       a partition value that does not parse or match the schema
     │   ├── InvalidPathError          a file path that escapes the table or cannot be encoded
     │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
     │   ├── InvalidPropertyError      a delta.* table property with an invalid value
+    │   ├── ClusteringChangeError     a change that would break a clustered table's clustering
     │   ├── FileNotInTableError       removing a file that is not live
     │   ├── MissingRowCountError      an add without numRecords on a row-tracking table
     │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
@@ -183,6 +185,14 @@ class SchemaMismatchError(InvalidInputError):
         self.path = path
 
 
+class ColumnMappingError(SchemaMismatchError):
+    """A data file's columns are not the physical names (or ids) of a column-mapped table.
+
+    Attributes:
+        path: The offending data file.
+    """
+
+
 class PartitionValueError(InvalidInputError):
     """A partition value does not parse as its column's type, or names an unknown column."""
 
@@ -209,6 +219,14 @@ class DuplicateFileError(InvalidInputError):
 
 class AppendOnlyError(InvalidInputError):
     """The table is append-only (``delta.appendOnly``) and the operation would remove data."""
+
+
+class ClusteringChangeError(InvalidInputError):
+    """A change to a clustered table that its clustering metadata cannot follow.
+
+    Partitioning a clustered table, or dropping or retyping a clustering column, would leave
+    the ``delta.clustering`` domain naming columns the table no longer has.
+    """
 
 
 class InvalidPropertyError(InvalidInputError):

@@ -44,6 +44,9 @@ WRITABLE_FEATURES = frozenset(
         "checkpointProtection",
         "identityColumns",
         "allowColumnDefaults",
+        "columnMapping",
+        "clustering",
+        "v2Checkpoint",
     }
 )
 
@@ -245,8 +248,6 @@ _PROPERTY_FEATURES: dict[str, tuple[str, tuple[int, int]]] = {
     "delta.enableRowTracking": ("rowTracking", (1, 7)),
 }
 _UNSUPPORTED_PROPERTIES = {
-    "delta.columnMapping.mode": "columnMapping",
-    "delta.checkpointPolicy": "v2Checkpoint",
     "delta.enableIcebergCompatV1": "icebergCompatV1",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
@@ -273,6 +274,12 @@ def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str])
         if configuration.get(key, "false").lower() == "true":
             features.add(feature)
             legacy = (max(legacy[0], versions[0]), max(legacy[1], versions[1]))
+    if configuration.get("delta.columnMapping.mode", "none").lower() in ("name", "id"):
+        features.add("columnMapping")
+        legacy = (max(legacy[0], 2), max(legacy[1], 5))
+    if configuration.get("delta.checkpointPolicy", "classic").lower() == "v2":
+        features.add("v2Checkpoint")
+        legacy = (3, 7)
     if _uses_type(schema, "timestamp_ntz"):
         features.add("timestampNtz")
         legacy = (3, 7)
@@ -289,7 +296,7 @@ def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str])
         if "changeDataFeed" in features or "appendOnly" in features:
             writer |= {"appendOnly", "invariants"}
         reader = sorted(f for f in features if f in _READER_WRITER)
-        if legacy[0] < 3:
-            return Protocol(1, 7, writer_features=sorted(writer))
+        if legacy[0] < 3:  # reader version 2 when column mapping needs it
+            return Protocol(legacy[0], 7, writer_features=sorted(writer))
         return Protocol(3, 7, reader_features=reader, writer_features=sorted(writer))
     return Protocol(legacy[0], legacy[1])

@@ -33,6 +33,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.column_mapping import physical_name
 from deltalog.errors import InvalidPredicateError, PartitionValueError
 from deltalog.partitions import parse_partition_value
 from deltalog.schema import StructType
@@ -371,8 +372,11 @@ def partition_table(
     for name in partition_columns:
         delta_type = schema.field(name).type
         arrow_type = arrow_schema.field(name).type
+        key = physical_name(schema.field(name))
         if len(partition_values):
-            text = pc.map_lookup(partition_values, pa.scalar(name), "first")
+            text = pc.map_lookup(partition_values, pa.scalar(key), "first")
+            if key != name:  # column mapping: physical key, or the logical one (already mapped)
+                text = pc.coalesce(text, pc.map_lookup(partition_values, pa.scalar(name), "first"))
         else:
             text = pa.array([], pa.string())
         encoded = pc.dictionary_encode(text)

@@ -8,7 +8,8 @@ is also before the cutoff. That checkpoint and everything after it are never tou
 ``checkpointProtection``, the files of versions before
 ``delta.requireCheckpointProtectionBeforeVersion`` go only all together (so no checkpoint
 outlives the commits it was made from). Temp files of dead or finished log writes go too
-(:mod:`deltalog.log_temp`).
+(:mod:`deltalog.log_temp`), and so do V2 checkpoint sidecars that no remaining checkpoint
+references (:mod:`deltalog.sidecars`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from deltalog.log_temp import cleanup_log_temp_files
 from deltalog.logstores import FileStatus
 from deltalog.paths import parse_log_name
 from deltalog.segment import Checkpoint, classify
+from deltalog.sidecars import cleanup_sidecars, sidecars_present
 from deltalog.storage import TableStorage, storage_errors
 
 PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -42,7 +44,7 @@ def _readable(storage: TableStorage, checkpoint: Checkpoint) -> bool:
                 pq.ParquetFile(fh).metadata  # noqa: B018 - reading the footer is the check
         except (pa.ArrowException, OSError, ValueError):
             return False
-    return True
+    return sidecars_present(storage, checkpoint)
 
 
 def _version_of(status: FileStatus) -> int | None:
@@ -168,6 +170,9 @@ def run_cleanup(
         with storage_errors(f"cannot delete {status.name}"):
             storage.store.delete(status.path)
         deleted.append(status.name)
+    deleted += cleanup_sidecars(
+        storage, now_ms=int(time.time() * 1000) if now_ms is None else now_ms
+    )
     prefix = storage.log_path + "/"
     for location in cleanup_log_temp_files(storage, now_ms=now_ms):
         deleted.append(location[len(prefix) :] if location.startswith(prefix) else location)

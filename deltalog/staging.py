@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn
+from deltalog.column_mapping import is_mapped, physical_name
 from deltalog.conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
 from deltalog.errors import DuplicateFileError, InvalidInputError, PartitionValueError
 from deltalog.file_actions import canonical_path, canonical_paths, file_key
@@ -98,19 +99,25 @@ def check_partition_values(
     Raises:
         PartitionValueError: Other columns than the table's, or an unparseable value.
     """
-    columns = (staged or snapshot.metadata).partition_columns
-    if set(values) != set(columns):
-        raise PartitionValueError(
-            f"{path!r} has partition values for {sorted(values)}, the table is partitioned "
-            f"by {list(columns)}"
-        )
+    metadata = staged or snapshot.metadata
+    columns = metadata.partition_columns
     schema = (
         snapshot.schema
         if staged is None
         else StructType.from_json_string(staged.schema_string or "")
     )
+    # A column-mapped table logs partition values by physical name.
+    keys = {
+        c: physical_name(schema.field(c)) if is_mapped(metadata.configuration) else c
+        for c in columns
+    }
+    if set(values) != set(keys.values()):
+        raise PartitionValueError(
+            f"{path!r} has partition values for {sorted(values)}, the table is partitioned "
+            f"by {list(columns)} (logged as {sorted(keys.values())})"
+        )
     for name in columns:
-        parse_partition_value(values[name], schema.field(name).type)
+        parse_partition_value(values[keys[name]], schema.field(name).type)
 
 
 def isolation_level(actions: list[Action], explicit: str | None, snapshot: Snapshot) -> str:

@@ -23,6 +23,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.actions import AddFile
+from deltalog.column_mapping import (
+    check_mapped_file,
+    logical_to_physical,
+    mapping_mode,
+    physical_schema,
+)
 from deltalog.errors import SchemaMismatchError
 from deltalog.partitions import check_partition_values, parse_hive_path
 from deltalog.schema import (
@@ -265,13 +271,25 @@ def build_add(
 ) -> AddFile:
     """Validate one data file against the table and describe it as an ``add`` action.
 
+    On a column-mapped table the file must hold the physical column names (and, in ``id``
+    mode, the column ids as Parquet field ids); partition directories may use either the
+    logical or the physical names. Partition values and statistics are logged by physical name.
+
     Raises:
+        ColumnMappingError: The file uses logical names or lacks the ids of a mapped table.
         SchemaMismatchError: The file's schema does not fit the table.
         PartitionValueError: The Hive-style directories do not give valid partition values.
     """
+    raw_values = parse_hive_path(relative_for_partitions)
+    mode = mapping_mode(configuration)
+    if mode != "none":  # files, partition values and stats use physical names
+        check_mapped_file(footer.schema, table, mode, location)
+        to_physical = logical_to_physical(table)
+        raw_values = {to_physical.get(k, k): v for k, v in raw_values.items()}
+        partition_columns = [to_physical[c] for c in partition_columns]
+        table = physical_schema(table)
     data_schema = StructType(tuple(f for f in table.fields if f.name not in partition_columns))
     check_file_schema(footer.schema, table, partition_columns, location)
-    raw_values = parse_hive_path(relative_for_partitions)
     values = check_partition_values(
         {k: v for k, v in raw_values.items() if k in partition_columns}, table, partition_columns
     )

@@ -18,6 +18,7 @@ from deltalog.check import CheckReport, check_storage
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checksum import write_first_checksum
+from deltalog.column_mapping import map_new_columns
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
 from deltalog.errors import (
     AppendOnlyError,
@@ -560,6 +561,7 @@ def new_table_actions(
     check_properties(config)
     config = new_table_configuration(config)
     protocol = protocol_for_new_table(struct, config)
+    struct, config = map_new_columns(struct, config)
     metadata = Metadata(
         id=str(uuid.uuid4()),
         name=name,

@@ -14,6 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.actions import Metadata, Protocol
+from deltalog.clustering import check_clustering_change
+from deltalog.column_mapping import is_mapped, map_new_columns, physical_name
 from deltalog.errors import InvalidInputError
 from deltalog.features import (
     LEGACY_WRITER_FEATURES,
@@ -87,9 +89,15 @@ def metadata_change(
         )
     struct = StructType.from_json_string(metadata.schema_string or "")
     check_partition_columns(struct, list(metadata.partition_columns))
+    check_clustering_change(snapshot, metadata, struct)
     config = {k: v for k, v in metadata.configuration.items() if v is not None}
     check_properties(config)
     check_row_tracking_enablement(current, metadata)
+    struct, config = map_new_columns(struct, config, previous=current.configuration)
+    if is_mapped(config):  # new columns got ids and physical names
+        metadata = dataclasses.replace(
+            metadata, schema_string=struct.to_json_string(), configuration=dict(config)
+        )
     needed = protocol_for_new_table(struct, config)
     protocol = staged_protocol or snapshot.protocol
     check_writable(protocol, metadata)
@@ -100,9 +108,15 @@ def metadata_change(
             "protocol lacks; stage a protocol upgrade with update_protocol() first"
         )
     old = snapshot.schema
-    rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or any(
-        f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
-    )
+    if is_mapped(config) and is_mapped(snapshot.configuration):
+        # Files hold physical names: a rename or a drop changes no file; a retype does.
+        new_types = {physical_name(f): f.type for f in struct.fields}
+        changed = any(new_types.get(physical_name(f), f.type) != f.type for f in old.fields)
+    else:
+        changed = any(
+            f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
+        )
+    rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or changed
     return metadata, rewrites
 
 

@@ -1,8 +1,9 @@
 """Tables delta-spark creates with the features modern Delta tables carry, read and appended by us.
 
-One table per feature (delta-spark's defaults, deletion vectors, column mapping by name, liquid
-clustering, V2 checkpoints, in-commit timestamps, row tracking, type widening, a CHECK
-constraint, a generated column), each written by delta-spark with a few commits. For each:
+One table per feature (delta-spark's defaults, deletion vectors, column mapping by name and by
+id with a column renamed and one dropped, liquid clustering, V2 checkpoints, in-commit
+timestamps, row tracking, type widening, a CHECK constraint, a generated column), each written
+by delta-spark with a few commits. For each:
 
 * deltalog opens the same version and lists the same file set as delta-spark's snapshot, and
   counts the same live rows (statistics minus deletion-vector cardinalities);
@@ -35,6 +36,7 @@ from test_delta_spark import (
 )
 
 import deltalog.spark
+from deltalog.column_mapping import mapping_mode, to_physical_batch
 from deltalog.errors import UnsupportedFeatureError
 from deltalog.features import active_writer_features
 from deltalog.table import DeltaTable
@@ -63,8 +65,15 @@ CASES: dict[str, FeatureTable] = {
         live_rows=5,
     ),
     "column-mapping-name": FeatureTable(
+        columns="id BIGINT, v STRING, x STRING",
         clause="TBLPROPERTIES ('delta.columnMapping.mode' = 'name')",
-        after=("ALTER TABLE {t} RENAME COLUMN v TO w",),
+        after=("ALTER TABLE {t} RENAME COLUMN v TO w", "ALTER TABLE {t} DROP COLUMN x"),
+        protocol_feature="columnMapping",
+    ),
+    "column-mapping-id": FeatureTable(
+        columns="id BIGINT, v STRING, x STRING",
+        clause="TBLPROPERTIES ('delta.columnMapping.mode' = 'id')",
+        after=("ALTER TABLE {t} RENAME COLUMN v TO w", "ALTER TABLE {t} DROP COLUMN x"),
         protocol_feature="columnMapping",
     ),
     "liquid-clustering": FeatureTable(clause="CLUSTER BY (id)", protocol_feature="clustering"),
@@ -100,9 +109,10 @@ CASES: dict[str, FeatureTable] = {
 EXPECTED_REFUSAL: dict[str, str | None] = {
     "defaults": None,
     "deletion-vectors": None,
-    "column-mapping-name": "columnMapping",
-    "liquid-clustering": "clustering",
-    "v2-checkpoints": "v2Checkpoint",
+    "column-mapping-name": None,
+    "column-mapping-id": None,
+    "liquid-clustering": None,
+    "v2-checkpoints": None,
     "in-commit-timestamps": None,
     "row-tracking": None,
     "type-widening": None,
@@ -187,6 +197,10 @@ def test_deltalog_reads_and_appends_to_delta_spark_feature_table(
         },
         schema=arrow_schema,
     )
+    mode = mapping_mode(table.metadata().configuration)
+    if mode != "none":  # a mapped table's files hold physical names (and ids in id mode)
+        batch = to_physical_batch(data.to_batches()[0], table.schema(), field_ids=mode == "id")
+        data = pa.Table.from_batches([batch])
     pq.write_table(data, os.path.join(root, "deltalog-append.parquet"))
     before_files = _data_files(root)
     try:

@@ -162,11 +162,15 @@ def test_new_table_gets_lowest_protocol(tmp_path: Path) -> None:
         str(tmp_path / "b"), SCHEMA, configuration={"delta.enableChangeDataFeed": "true"}
     )
     assert (cdf.protocol().min_reader_version, cdf.protocol().min_writer_version) == (1, 4)
+    mapped = DeltaTable.create(
+        str(tmp_path / "m"), SCHEMA, configuration={"delta.columnMapping.mode": "name"}
+    )
+    assert (mapped.protocol().min_reader_version, mapped.protocol().min_writer_version) == (2, 5)
     with pytest.raises(UnsupportedFeatureError) as info:
         DeltaTable.create(
-            str(tmp_path / "c"), SCHEMA, configuration={"delta.columnMapping.mode": "name"}
+            str(tmp_path / "c"), SCHEMA, configuration={"delta.enableIcebergCompatV1": "true"}
         )
-    assert info.value.feature == "columnMapping"
+    assert info.value.feature == "icebergCompatV1"
     assert not (tmp_path / "c" / "_delta_log").exists()
 
 
@@ -274,9 +278,14 @@ def test_append_only_tables_refuse_overwrite(tmp_path: Path) -> None:
             "geospatial",
         ),
         (
-            {"minReaderVersion": 2, "minWriterVersion": 5},
-            {"delta.columnMapping.mode": "name"},
-            "columnMapping",
+            {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": [],
+                "writerFeatures": ["icebergCompatV1"],
+            },
+            {},
+            "icebergCompatV1",
         ),
         (
             {"minReaderVersion": 1, "minWriterVersion": 3},

@@ -33,6 +33,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.column_mapping import physical_name
 from deltalog.errors import InvalidInputError
 from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table, validate
 from deltalog.row_tracking import refuse_table_rewrite
@@ -249,7 +250,9 @@ def stage_optimize(
         files = files.filter(matches(predicate, values))
         shown = where if isinstance(where, str) else str(predicate)
         predicate_text = orjson.dumps([shown]).decode()
-    bins, skipped = _plan_bins(files, partition_columns, target_file_size, min_file_size)
+    # Partition values are logged by physical name on a column-mapped table.
+    logged_keys = [physical_name(schema.field(c)) for c in partition_columns]
+    bins, skipped = _plan_bins(files, logged_keys, target_file_size, min_file_size)
     parameters: dict[str, Any] = {
         "predicate": predicate_text,
         "zOrderBy": "[]",
@@ -288,7 +291,7 @@ def stage_optimize(
     work = [
         RewriteBin(
             locations=tuple(storage.locate(p) for p in b.column("path").to_pylist()),
-            partition_values=_partition_items(b, partition_columns),
+            partition_values=_partition_items(b, logged_keys),
         )
         for b in bins
     ]
@@ -409,14 +412,16 @@ def _partition_items(
     files: pa.Table, partition_columns: list[str]
 ) -> tuple[tuple[str, str | None], ...]:
     mapping = dict(files.column("partition_values")[0].as_py() or [])
-    return tuple((c, mapping.get(c)) for c in partition_columns)
+    return tuple((c, mapping.get(c)) for c in partition_columns)  # logged (physical) keys
 
 
 def _strings_for(schema: StructType, partition_columns: list[str]) -> StructType:
     """``schema`` with the partition columns typed ``string`` (values are copied as logged)."""
     return StructType(
         tuple(
-            StructField(f.name, PrimitiveType("string"), True) if f.name in partition_columns else f
+            StructField(f.name, PrimitiveType("string"), True, f.metadata)
+            if f.name in partition_columns
+            else f
             for f in schema.fields
         )
     )

@@ -26,6 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.column_mapping import (
+    PARQUET_FIELD_ID,
+    arrow_with_field_ids,
+    physical_schema,
+    to_physical_batch,
+)
 from deltalog.errors import ConstraintViolationError, SchemaMismatchError
 from deltalog.logstores import LogStore, open_store
 from deltalog.partitions import hive_partition_dir, serialize_partition_value
@@ -86,6 +92,10 @@ class TaskPlan:
         table_schema: Delta schema JSON of the whole table, for its column constraints.
         spark_version: Recorded in each footer (``org.apache.spark.version``), which tells
             Spark's reader the dates are proleptic Gregorian and need no rebasing.
+        column_mapping: The table's ``delta.columnMapping.mode``. When ``name`` or ``id``, rows
+            arrive with logical names (``table_schema``'s) and are written with physical
+            names (and, for ``id``, Parquet field ids); ``partition_schema`` and
+            ``data_columns`` then hold physical names.
     """
 
     uri: str
@@ -101,6 +111,7 @@ class TaskPlan:
     max_open_files: int = 64
     table_schema: str = '{"type":"struct","fields":[]}'
     spark_version: str = ""
+    column_mapping: str = "none"
 
 
 def write_task(plan: TaskPlan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -132,6 +143,8 @@ def write_task(plan: TaskPlan, batches: Iterable[pa.RecordBatch]) -> Iterator[pa
             except ConstraintViolationError as exc:
                 violation = str(exc)
                 break
+        if plan.column_mapping != "none":
+            batch = to_physical_batch(batch, table_schema, field_ids=plan.column_mapping == "id")
         for key, rows in _split(_utc(batch), columns, partition_schema):
             files.write(columns, key, rows.select(list(plan.data_columns)))
     done = files.close()
@@ -367,8 +380,13 @@ def rewrite_task(
         logstores.LogStoreError: Reading or writing a file failed.
     """
     store, _ = open_store(plan.uri, plan.storage_options or None)
-    target = StructType.from_json_string(plan.table_schema).to_arrow()
-    data = pa.schema([pa.field(name, target.field(name).type) for name in plan.data_columns])
+    table = StructType.from_json_string(plan.table_schema)
+    if plan.column_mapping != "none":  # the files and the data columns use physical names
+        table = physical_schema(table)
+    target = table.to_arrow()
+    if plan.column_mapping == "id":
+        target = arrow_with_field_ids(target.remove_metadata(), table)
+    data = pa.schema([_plain(target.field(name)) for name in plan.data_columns])
 
     def rows() -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -386,6 +404,12 @@ def rewrite_task(
 
 
 _EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
+
+
+def _plain(f: pa.Field) -> pa.Field:
+    """``f`` without Delta's field metadata, keeping a Parquet field id."""
+    kept = {k: v for k, v in (f.metadata or {}).items() if k == PARQUET_FIELD_ID}
+    return pa.field(f.name, f.type, True, kept or None)
 
 
 def _read_parquet(store: LogStore, location: str) -> pa.Table:

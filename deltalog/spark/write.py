@@ -22,6 +22,13 @@ import orjson
 from deltalog import in_commit_timestamps as ict
 from deltalog import row_tracking
 from deltalog.actions import Action, AddFile, Txn, serialize_actions
+from deltalog.clustering import check_clustering_stats
+from deltalog.column_mapping import (
+    logical_to_physical,
+    mapping_mode,
+    physical_name,
+    physical_schema,
+)
 from deltalog.commit import make_commit_info, now_ms, num_records, try_write, write_metrics
 from deltalog.errors import (
     AppendOnlyError,
@@ -318,6 +325,7 @@ def stage(
         )
     snapshot = table.snapshot
     snapshot.check_writable()
+    check_clustering_stats(snapshot)
     refuse_unenforced_constraints(snapshot.schema, uri=uri)
     check_partitioning(partition_by, snapshot.partition_columns, uri=uri)
     pairs = match_columns(frame_schema, snapshot.schema, snapshot.partition_columns, uri=uri)
@@ -366,7 +374,8 @@ def stage(
         if predicate is not None:
             _check_inside(adds, predicate, snapshot.schema, snapshot.partition_columns)
         if dynamic and adds:
-            replaced = tx.read_files(_written_partitions(adds, snapshot.partition_columns))
+            keys = [physical_name(snapshot.schema.field(c)) for c in snapshot.partition_columns]
+            replaced = tx.read_files(_written_partitions(adds, snapshot.partition_columns, keys))
         tx.add(adds)
         if replaced is not None and replaced.num_rows:
             tx.remove(replaced)
@@ -550,13 +559,19 @@ def task_plan(
             f"({sorted(CODECS)})"
         )
     indexed = configuration.get("delta.dataSkippingNumIndexedCols")
+    mode = mapping_mode(configuration)
+    partition_schema = StructType(tuple(schema.field(c) for c in partition_columns))
+    data_columns = tuple(c for c in written if c not in partition_columns)
+    if mode != "none":  # files and partition values use the physical names
+        partition_schema = physical_schema(partition_schema)
+        to_physical = logical_to_physical(schema)
+        data_columns = tuple(to_physical.get(c, c) for c in data_columns)
     return TaskPlan(
         uri=uri,
         storage_options=options,
-        partition_schema=StructType(
-            tuple(schema.field(c) for c in partition_columns)
-        ).to_json_string(),
-        data_columns=tuple(c for c in written if c not in partition_columns),
+        partition_schema=partition_schema.to_json_string(),
+        data_columns=data_columns,
+        column_mapping=mode,
         num_indexed_cols=int(indexed) if indexed else DEFAULT_INDEXED_COLS,
         codec=codec,
         max_records_per_file=int(conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0),
@@ -614,10 +629,17 @@ def run_tasks(
     return adds
 
 
-def _written_partitions(adds: list[AddFile], partition_columns: list[str]) -> Predicate:
-    """The partitions the written files are in (nulls included), as a read predicate."""
+def _written_partitions(
+    adds: list[AddFile], partition_columns: list[str], keys: Sequence[str] | None = None
+) -> Predicate:
+    """The partitions the written files are in (nulls included), as a read predicate.
+
+    ``keys`` are the partition columns' keys in ``partitionValues`` (physical names on a
+    column-mapped table), in the order of ``partition_columns``.
+    """
+    logged = list(keys) if keys is not None else partition_columns
     combos = sorted(
-        {tuple(a.partition_values.get(c) for c in partition_columns) for a in adds},
+        {tuple(a.partition_values.get(c) for c in logged) for a in adds},
         key=lambda combo: tuple((v is None, v or "") for v in combo),
     )
     if len(partition_columns) == 1:
