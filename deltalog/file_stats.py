@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import json
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -97,11 +98,11 @@ def stat_leaves(schema: StructType, partition_columns: Sequence[str]) -> list[Le
     return out
 
 
-def _json_type(leaf: Leaf) -> pa.DataType:
-    """How ``pyarrow.json`` reads a bound: text for dates/timestamps, exact for decimals."""
+def _json_type(leaf: Leaf, exact_decimals: bool = True) -> pa.DataType:
+    """How ``pyarrow.json`` reads a bound: dates/timestamps as text, decimals exact or double."""
     t = leaf.type
     if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
+        return pa.decimal128(t.precision, t.scale) if exact_decimals else pa.float64()
     assert isinstance(t, PrimitiveType)
     if t.name in _AS_TEXT:
         return pa.string()
@@ -128,33 +129,40 @@ def _nested(leaves: Sequence[Leaf], leaf_type: Any) -> pa.DataType:
 
 
 def _lines(stats: pa.Array) -> pa.Buffer:
-    """The stats strings as newline-delimited JSON, ``{}`` for files without statistics."""
+    """The stats strings as newline-delimited JSON, ``{}`` for files without statistics.
+
+    A stats string with a raw line break (never written compactly) makes the row count differ,
+    and the caller falls back to the row-by-row parse.
+    """
     filled = pc.fill_null(stats.cast(pa.large_string()), "{}")
-    filled = (
-        pc.replace_substring(filled, "\n", " ")
-        if pc.any(pc.match_substring(filled, "\n")).as_py()
-        else filled
-    )
-    joined = pc.binary_join_element_wise(filled, "", "\n")
+    text = pa.large_string()
+    joined = pc.binary_join_element_wise(filled, pa.scalar("", text), pa.scalar("\n", text))
     offsets = joined.buffers()[1]
     data = joined.buffers()[2]
     starts = pa.Array.from_buffers(pa.int64(), len(joined) + 1, [None, offsets], joined.offset)
     return data.slice(starts[0].as_py(), starts[-1].as_py() - starts[0].as_py())
 
 
-def _bulk(stats: pa.Array, bounded: list[Leaf], counted: list[Leaf]) -> pa.Table | None:
-    """Parse every row at once; ``None`` when pyarrow's reader refuses some row."""
+def _bulk(
+    stats: pa.Array, bounded: list[Leaf], counted: list[Leaf], exact_decimals: bool
+) -> pa.Table | None:
+    """Parse every row at once; ``None`` when pyarrow's reader refuses some row.
+
+    With ``exact_decimals=False`` decimal bounds are read as doubles and rounded to the column's
+    scale (writers that log them as doubles, e.g. ``1.1300000000000001``).
+    """
+    json_type = functools.partial(_json_type, exact_decimals=exact_decimals)
     fields = [pa.field("numRecords", pa.int64())]
     if counted:
         fields.append(pa.field("nullCount", _nested(counted, lambda _: pa.int64())))
     if bounded:
-        fields.append(pa.field("minValues", _nested(bounded, _json_type)))
-        fields.append(pa.field("maxValues", _nested(bounded, _json_type)))
+        fields.append(pa.field("minValues", _nested(bounded, json_type)))
+        fields.append(pa.field("maxValues", _nested(bounded, json_type)))
     options = pj.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore")
     try:
         table = pj.read_json(
             pa.BufferReader(_lines(stats)),
-            read_options=pj.ReadOptions(block_size=1 << 24),
+            read_options=pj.ReadOptions(block_size=1 << 22),
             parse_options=options,
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -256,7 +264,9 @@ def _int(value: Any) -> int | None:
 
 def _columns(stats: pa.Array, leaves: list[Leaf]) -> Iterator[tuple[str, pa.Array]]:
     bounded = [leaf for leaf in leaves if leaf.bounds]
-    table = _bulk(stats, bounded, leaves)
+    table = _bulk(stats, bounded, leaves, exact_decimals=True)
+    if table is None and any(isinstance(leaf.type, DecimalType) for leaf in bounded):
+        table = _bulk(stats, bounded, leaves, exact_decimals=False)
     if table is None:
         slow = _slow(stats, bounded, leaves)
         yield "num_records", slow.column("numRecords").combine_chunks()

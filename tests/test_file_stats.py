@@ -168,3 +168,22 @@ def test_filter_on_unknown_column_is_refused(table: DeltaTable) -> None:
     with pytest.raises(InvalidPredicateError):
         table.files(filter="i = 'not a number'")
     assert table.files(with_stats=False, flatten_stats=True).column_names.count("stats") == 0
+
+
+def test_well_formed_stats_are_parsed_in_bulk(
+    table: DeltaTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import deltalog.file_stats as fs
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the row-by-row parse ran")
+
+    monkeypatch.setattr(fs, "_slow", refuse)
+    files = table.files()
+    stats = files.column("stats").to_pylist()
+    stats[2] = stats[2].replace('"dec":2.05', '"dec":2.0500000000000003')  # logged as a double
+    assert "2.0500000000000003" in stats[2]
+    odd = files.set_column(files.column_names.index("stats"), "stats", pa.array(stats))
+    flat = flatten_stats(odd, table.schema(), ["p"])
+    assert flat.column("min.dec").to_pylist()[2] == decimal.Decimal("2.05")
+    assert flat.column("min.ts").null_count == 0
