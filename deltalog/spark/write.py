@@ -50,6 +50,11 @@ from deltalog.predicates import (
 )
 from deltalog.schema import PrimitiveType, StructType
 from deltalog.spark.constraints import refuse_unenforced_constraints
+from deltalog.spark.replace_data import (
+    check_predicate_columns,
+    is_data_predicate,
+    stage_data_replace,
+)
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
 from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
 from deltalog.stats import DEFAULT_INDEXED_COLS
@@ -345,6 +350,24 @@ def stage(
         if done is not None and done >= app_version:
             return StagedWrite(table._storage, [], table=table)
         tx.set_transaction(app_id, app_version)
+    if predicate is not None and is_data_predicate(predicate, snapshot.partition_columns):
+        return stage_data_replace(
+            df,
+            table,
+            tx,
+            predicate,
+            write_new=lambda frame, cols: _run_job(
+                frame,
+                uri,
+                snapshot.schema,
+                snapshot.partition_columns,
+                snapshot.configuration,
+                cols,
+                options,
+            ),
+            options=options,
+            app=app_id is not None,
+        )
     if mode == "overwrite" and not dynamic:
         replaced = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
     else:
@@ -403,7 +426,7 @@ def _stage_new_table(
     adds = _run_job(df, uri, schema, partition_columns, metadata.configuration, written, options)
     staged = StagedWrite(storage, adds, app=app_id is not None)
     try:
-        if predicate is not None:
+        if predicate is not None and not is_data_predicate(predicate, partition_columns):
             _check_inside(adds, predicate, schema, partition_columns)
         info = make_commit_info(
             operation="WRITE",
@@ -433,7 +456,10 @@ def _replace_predicate(
     if replace_where is None:
         return None
     predicate = in_session_time_zone(as_predicate(replace_where), schema, _session_time_zone(df))
-    validate(predicate, schema, partition_columns)
+    if is_data_predicate(predicate, partition_columns):
+        check_predicate_columns(predicate, schema)  # data columns: see deltalog.spark.replace_data
+    else:
+        validate(predicate, schema, partition_columns)
     return predicate
 
 
