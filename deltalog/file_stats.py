@@ -41,7 +41,7 @@ from deltalog.schema import (
 __all__ = ["Leaf", "flatten_stats", "stat_leaves"]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
-_NO_BOUNDS = ("boolean", "binary", "void")
+_NO_BOUNDS = ("boolean", "binary", "void", "variant")
 _AS_TEXT = ("date", "timestamp", "timestamp_ntz", "string")
 
 
