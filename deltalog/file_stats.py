@@ -171,14 +171,14 @@ def _bulk(
 
 
 def _field(array: pa.Array | pa.ChunkedArray | None, path: tuple[str, ...]) -> pa.Array | None:
+    """The child at ``path``, null where any struct on the way is null."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     for key in path:
         if array is None:
             return None
-        # a struct's child ignores the parent's validity: a null parent means a null child
-        child = array.field(key)
-        array = pc.if_else(array.is_null(), pa.scalar(None, child.type), child)
+        index = array.type.get_field_index(key)
+        array = array.flatten()[index]  # flatten applies the parent's validity
     return array
 
 
