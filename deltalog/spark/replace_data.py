@@ -31,7 +31,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import InvalidPredicateError, ReplaceWhereMismatchError
+from deltalog.errors import InvalidPredicateError, ReplaceWhereMismatchError, SparkWriteError
 from deltalog.predicates import TRUE, And, Predicate, matches
 from deltalog.schema import StructType
 from deltalog.skipping import prune_files
@@ -163,11 +163,17 @@ def _check_rows(df: DataFrame, predicate: Predicate, schema: StructType) -> None
 
     Raises:
         ReplaceWhereMismatchError: Naming the number of rows and one of them.
+        SparkWriteError: The checking job failed.
     """
     table_schema = schema.to_json_string()
-    results = df.mapInArrow(
-        lambda batches: check_task(predicate, table_schema, batches), _CHECK_DDL
-    ).collect()
+    try:
+        results = df.mapInArrow(
+            lambda batches: check_task(predicate, table_schema, batches), _CHECK_DDL
+        ).collect()
+    except Exception as exc:
+        raise SparkWriteError(
+            f"the Spark job checking the rows against replace_where failed: {exc}"
+        ) from exc
     violations = sum(int(r["violations"]) for r in results)
     if violations:
         example = next((r["example"] for r in results if r["example"] is not None), None)

@@ -242,9 +242,10 @@ def write(
         mode: ``append`` or ``overwrite``.
         partition_by: Partition columns of a new table; for an existing table, empty or the
             table's own.
-        replace_where: With ``mode="overwrite"``: a predicate on partition columns, as SQL text
+        replace_where: With ``mode="overwrite"``: a predicate, as SQL text
             (``"day = '2024-01-01'"``) or any form :func:`deltalog.predicates.as_predicate`
-            accepts.
+            accepts. On data columns, the files holding matching rows are rewritten without
+            them (see :mod:`deltalog.spark.replace_data`).
         partition_overwrite_mode: ``static`` or ``dynamic``, for ``mode="overwrite"``.
         storage_options: Log store options (credentials, endpoints, commit protocol), used on
             the driver and the executors.
@@ -258,7 +259,7 @@ def write(
     Raises:
         SchemaMismatchError: The DataFrame's columns do not fit the table (nothing written).
         ReplaceWhereMismatchError: A row falls outside ``replace_where`` (nothing written).
-        InvalidPredicateError: ``replace_where`` does not parse or names a non-partition column.
+        InvalidPredicateError: ``replace_where`` does not parse or names an unknown column.
         InvalidInputError: Bad arguments (mode, partitioning, app id/version).
         SparkWriteError: The Spark job failed (nothing committed).
         ConcurrentModificationError: A concurrent commit conflicts (a named subclass).
