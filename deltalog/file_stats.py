@@ -10,7 +10,7 @@ physical names the writer used (delta-rs 1.6 names those columns by physical nam
 All rows are parsed in one pass by ``pyarrow.json`` against a schema derived from the table's;
 statistics that pass does not accept (NaN, out-of-range values, a writer's odd encoding) fall back
 to a row-by-row parse in which a value that does not fit its column becomes null. ``min``/``max``
-columns exist for leaves that carry bounds (not booleans, binaries, lists or maps), ``null_count``
+columns exist for leaves that carry bounds (not binaries, lists or maps), ``null_count``
 for every leaf down to lists and maps, as delta-rs has them.
 """
 
@@ -41,7 +41,7 @@ from deltalog.schema import (
 __all__ = ["Leaf", "flatten_stats", "stat_leaves"]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
-_NO_BOUNDS = ("boolean", "binary", "void", "variant")
+_NO_BOUNDS = ("binary", "void", "variant")
 _AS_TEXT = ("date", "timestamp", "timestamp_ntz", "string")
 
 
@@ -108,6 +108,8 @@ def _json_type(leaf: Leaf, exact_decimals: bool = True) -> pa.DataType:
         return pa.string()
     if t.name in ("float", "double"):
         return pa.float64()
+    if t.name == "boolean":
+        return pa.bool_()
     return pa.int64()
 
 
@@ -195,9 +197,9 @@ def _typed(values: pa.Array, leaf: Leaf) -> pa.Array:
 
 def _convert(value: Any, leaf: Leaf) -> Any:
     """One bound as a Python value of the leaf's type, ``None`` if it does not fit."""
-    if value is None or isinstance(value, bool):
-        return None
     t = leaf.type
+    if value is None or isinstance(value, bool):
+        return value if t == PrimitiveType("boolean") else None
     try:
         if isinstance(t, DecimalType):
             d = decimal.Decimal(str(value))

@@ -34,6 +34,7 @@ SCHEMA = pa.schema(
         ("d", pa.date32()),
         ("dec", pa.decimal128(10, 2)),
         ("n", NESTED),
+        ("flag", pa.bool_()),
         ("p", pa.string()),
     ]
 )
@@ -50,6 +51,7 @@ def _rows(k: int) -> pa.Table:
             "d": pa.array([base.date() + dt.timedelta(days=j) for j in range(5)], pa.date32()),
             "dec": pa.array([decimal.Decimal(f"{k}.{j}5") for j in range(5)], pa.decimal128(10, 2)),
             "n": pa.array([{"a": k * 100 + j, "b": {"c": f"c{k}"}} for j in range(5)], NESTED),
+            "flag": pa.array([j % 2 == 0 for j in range(5)]),
         }
     )
 
@@ -73,6 +75,7 @@ def test_flatten_stats_matches_delta_rs(table: DeltaTable) -> None:
     flat = [c for c in theirs.column_names if c.split(".")[0] in ("min", "max", "null_count")]
     flat += [c for c in theirs.column_names if c.startswith("partition.") or c == "num_records"]
     assert "min.n.b.c" in flat and "partition.p" in flat and "max.ts" in flat
+    assert "min.flag" in flat and "null_count.flag" in flat
     for name in flat:
         assert ours.schema.field(name).type == theirs.schema.field(name).type, name
         assert ours.column(name).to_pylist() == theirs.column(name).to_pylist(), name
@@ -183,7 +186,11 @@ def test_well_formed_stats_are_parsed_in_bulk(
     stats = files.column("stats").to_pylist()
     stats[2] = stats[2].replace('"dec":2.05', '"dec":2.0500000000000003')  # logged as a double
     assert "2.0500000000000003" in stats[2]
+    stats[0] = stats[0].replace('"minValues":{', '"minValues":{"flag":false,')
+    stats[0] = stats[0].replace('"maxValues":{', '"maxValues":{"flag":true,')
     odd = files.set_column(files.column_names.index("stats"), "stats", pa.array(stats))
     flat = flatten_stats(odd, table.schema(), ["p"])
     assert flat.column("min.dec").to_pylist()[2] == decimal.Decimal("2.05")
     assert flat.column("min.ts").null_count == 0
+    assert flat.column("min.flag").to_pylist() == [False, None, None]  # as delta-rs types it
+    assert flat.column("max.flag").to_pylist() == [True, None, None]
