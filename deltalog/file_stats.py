@@ -306,20 +306,23 @@ def flatten_stats(
         files: A files table (``Snapshot.files``).
         schema: The table schema, which types the columns.
         partition_columns: The partition columns (``partition.<col>``; no statistics).
-        columns: Only these top-level columns (default: all).
+        columns: Only these top-level columns (default: all); when they are all partition
+            columns, the statistics are not parsed (nor needed: ``files`` may lack ``stats``)
+            and ``num_records`` is left out.
 
     Returns:
         ``files`` with ``num_records``, ``null_count.*``, ``min.*``, ``max.*`` and
         ``partition.*`` appended.
     """
-    stats = files.column("stats")
-    stats_array = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
     out = files
     leaves = stat_leaves(schema, partition_columns)
     if columns is not None:
         leaves = [leaf for leaf in leaves if leaf.path[0] in columns]
-    for name, column in _columns(stats_array, leaves):
-        out = out.append_column(name, column)
+    if columns is None or leaves:  # only partition columns asked for: no stats to parse
+        stats = files.column("stats")
+        stats_array = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
+        for name, column in _columns(stats_array, leaves):
+            out = out.append_column(name, column)
     wanted = [c for c in partition_columns if columns is None or c in columns]
     if wanted:
         typed = partition_table(

@@ -246,9 +246,15 @@ class DeltaTable:
         snap = self._snapshot
         if filter is None and not flatten_stats:
             return snap.files if with_stats else snap.files_without_stats()
-        files = snap.files
-        if filter is not None:
-            predicate = as_predicate(filter)
+        predicate = None if filter is None else as_predicate(filter)
+        on_partitions = predicate is not None and predicate.columns() <= set(snap.partition_columns)
+        # A partition predicate needs no statistics: do not load them from the checkpoint.
+        files = (
+            snap.files
+            if with_stats or flatten_stats or not on_partitions
+            else snap.files_without_stats()
+        )
+        if predicate is not None:
             unknown = sorted(predicate.columns() - set(snap.schema.names))
             if unknown:
                 raise InvalidPredicateError(
@@ -257,7 +263,11 @@ class DeltaTable:
             files = prune_files(files, predicate, snap.schema, snap.partition_columns)
         if flatten_stats:
             files = flatten(files, snap.schema, snap.partition_columns)
-        return files if with_stats else files.drop_columns(["stats"])
+        return (
+            files
+            if with_stats or "stats" not in files.column_names
+            else files.drop_columns(["stats"])
+        )
 
     def to_pyarrow_table(
         self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None

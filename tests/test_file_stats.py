@@ -194,3 +194,12 @@ def test_well_formed_stats_are_parsed_in_bulk(
     assert flat.column("min.ts").null_count == 0
     assert flat.column("min.flag").to_pylist() == [False, None, None]  # as delta-rs types it
     assert flat.column("max.flag").to_pylist() == [True, None, None]
+
+
+def test_partition_filter_without_stats_never_loads_them(table: DeltaTable) -> None:
+    fresh = DeltaTable(table.uri)
+    files = fresh.files(filter="p = 'x'", with_stats=False)
+    assert "stats" not in files.column_names and files.num_rows == 2
+    assert "files" not in fresh.snapshot.__dict__  # the statistics were not materialised
+    flat = fresh.files(filter="p = 'y'", flatten_stats=True)
+    assert flat.column("partition.p").to_pylist() == ["y"] and "stats" in flat.column_names
