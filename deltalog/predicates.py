@@ -398,6 +398,15 @@ def matches(predicate: Predicate, table: pa.Table) -> pa.Array:
     return pc.fill_null(mask, False)
 
 
+def literal_for(value: Any, arrow_type: pa.DataType, column: str) -> pa.Scalar | None:
+    """``value`` as a scalar of ``arrow_type`` (``None`` for NULL), parsed as :func:`matches` does.
+
+    Raises:
+        InvalidPredicateError: The value does not fit the column's type.
+    """
+    return _literal(value, arrow_type, column)
+
+
 def _literal(value: Any, arrow_type: pa.DataType, column: str) -> pa.Scalar | None:
     """``value`` as a scalar of the column's type; strings parse as serialised partition values."""
     if value is None:

@@ -24,6 +24,7 @@ from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
     InvalidInputError,
+    InvalidPredicateError,
     ReplaceWhereMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -31,6 +32,7 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import protocol_for_new_table
+from deltalog.file_stats import flatten_stats as flatten
 from deltalog.history import commit_ict, read_history
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
@@ -42,6 +44,7 @@ from deltalog.retention import cleanup_log
 from deltalog.row_tracking import new_table_configuration
 from deltalog.schema import StructType, as_struct
 from deltalog.segment import LogListing, classify, commit_times, list_log
+from deltalog.skipping import prune_files
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.transaction import Transaction
@@ -222,15 +225,56 @@ class DeltaTable:
         """The metaData action in force."""
         return self._snapshot.metadata
 
-    def files(self, *, with_stats: bool = True) -> pa.Table:
+    def files(
+        self,
+        *,
+        with_stats: bool = True,
+        filter: PredicateLike | None = None,
+        flatten_stats: bool = False,
+    ) -> pa.Table:
         """Live files: path, size, partition_values, modification_time, data_change, stats, ...
 
         Args:
             with_stats: Include the ``stats`` column. Statistics of files that come from a
                 checkpoint are read only when asked for, so ``with_stats=False`` lists a table
                 without touching them (and leaves the column out).
+            filter: Only files that may hold rows matching this predicate (the forms
+                :meth:`to_pyarrow_table` accepts, on any columns): files are pruned by partition
+                values and by their statistics (see :mod:`deltalog.skipping`); a file without
+                statistics is kept.
+            flatten_stats: Append typed columns as delta-rs's ``get_add_actions(flatten=True)``:
+                ``num_records``, ``null_count.<col>``, ``min.<col>``, ``max.<col>`` (nested
+                fields as ``min.a.b``) and ``partition.<col>`` (see :mod:`deltalog.file_stats`).
+
+        Raises:
+            InvalidPredicateError: ``filter`` names a column the table lacks or a value that
+                does not fit its column.
         """
-        return self._snapshot.files if with_stats else self._snapshot.files_without_stats()
+        snap = self._snapshot
+        if filter is None and not flatten_stats:
+            return snap.files if with_stats else snap.files_without_stats()
+        predicate = None if filter is None else as_predicate(filter)
+        on_partitions = predicate is not None and predicate.columns() <= set(snap.partition_columns)
+        # A partition predicate needs no statistics: do not load them from the checkpoint.
+        files = (
+            snap.files
+            if with_stats or flatten_stats or not on_partitions
+            else snap.files_without_stats()
+        )
+        if predicate is not None:
+            unknown = sorted(predicate.columns() - set(snap.schema.names))
+            if unknown:
+                raise InvalidPredicateError(
+                    f"the table has no column(s) {unknown} (columns: {snap.schema.names})"
+                )
+            files = prune_files(files, predicate, snap.schema, snap.partition_columns)
+        if flatten_stats:
+            files = flatten(files, snap.schema, snap.partition_columns)
+        return (
+            files
+            if with_stats or "stats" not in files.column_names
+            else files.drop_columns(["stats"])
+        )
 
     def to_pyarrow_table(
         self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None

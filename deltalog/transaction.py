@@ -255,13 +255,27 @@ class Transaction:
         txn = self._snapshot.txns.get(app_id)
         return None if txn is None else txn.version
 
-    def track_files_read(self, files: pa.Table) -> None:
+    def track_files_read(self, files: pa.Table, *, predicate: PredicateLike | None = None) -> None:
         """Record that the transaction read exactly these files (rows as :meth:`read_files`).
 
         For an operation that chose its files itself, e.g. compaction: a winner that removed
-        one of them conflicts (``ConcurrentDeleteReadError``); no predicate is recorded.
+        one of them conflicts (``ConcurrentDeleteReadError``).
+
+        Args:
+            files: The files read.
+            predicate: Also record this read predicate on partition columns (files another
+                writer adds that match it then conflict, as with :meth:`read_files`); ``None``
+                records none.
+
+        Raises:
+            InvalidPredicateError: The predicate names a non-partition column or a bad value.
         """
         self._check_open()
+        if predicate is not None:
+            pred = as_predicate(predicate)
+            snap = self._snapshot
+            validate_predicate(pred, snap.schema, snap.partition_columns)
+            self._predicates.append(pred)
         self._record_read(files)
 
     def _record_read(self, files: pa.Table) -> None:

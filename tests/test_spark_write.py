@@ -558,13 +558,13 @@ def test_replace_where_with_rows_outside_it_writes_nothing(spark: Any, schema_ta
     assert '"p":"b"' in str(info.value)  # the partition it wrote outside
 
 
-def test_replace_where_on_a_data_column_is_an_invalid_predicate(
+def test_replace_where_on_an_unknown_column_is_an_invalid_predicate(
     spark: Any, schema_table: str
 ) -> None:
     df = spark.createDataFrame([(2, "two", 2.5, "a")], "id long, Name string, x double, p string")
     info = _nothing_written(
         schema_table,
-        lambda: write(df, schema_table, mode="overwrite", replace_where="id = 2"),
+        lambda: write(df, schema_table, mode="overwrite", replace_where="nope = 2"),
         InvalidPredicateError,
     )
     assert info.type is InvalidPredicateError

@@ -59,6 +59,11 @@ from deltalog.predicates import (
 )
 from deltalog.schema import PrimitiveType, StructType
 from deltalog.spark.constraints import refuse_unenforced_constraints
+from deltalog.spark.replace_data import (
+    check_predicate_columns,
+    is_data_predicate,
+    stage_data_replace,
+)
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
 from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
 from deltalog.stats import DEFAULT_INDEXED_COLS
@@ -246,9 +251,10 @@ def write(
         mode: ``append`` or ``overwrite``.
         partition_by: Partition columns of a new table; for an existing table, empty or the
             table's own.
-        replace_where: With ``mode="overwrite"``: a predicate on partition columns, as SQL text
+        replace_where: With ``mode="overwrite"``: a predicate, as SQL text
             (``"day = '2024-01-01'"``) or any form :func:`deltalog.predicates.as_predicate`
-            accepts.
+            accepts. On data columns, the files holding matching rows are rewritten without
+            them (see :mod:`deltalog.spark.replace_data`).
         partition_overwrite_mode: ``static`` or ``dynamic``, for ``mode="overwrite"``.
         storage_options: Log store options (credentials, endpoints, commit protocol), used on
             the driver and the executors.
@@ -262,7 +268,7 @@ def write(
     Raises:
         SchemaMismatchError: The DataFrame's columns do not fit the table (nothing written).
         ReplaceWhereMismatchError: A row falls outside ``replace_where`` (nothing written).
-        InvalidPredicateError: ``replace_where`` does not parse or names a non-partition column.
+        InvalidPredicateError: ``replace_where`` does not parse or names an unknown column.
         InvalidInputError: Bad arguments (mode, partitioning, app id/version).
         SparkWriteError: The Spark job failed (nothing committed).
         ConcurrentModificationError: A concurrent commit conflicts (a named subclass).
@@ -355,6 +361,24 @@ def stage(
         if done is not None and done >= app_version:
             return StagedWrite(table._storage, [], table=table)
         tx.set_transaction(app_id, app_version)
+    if predicate is not None and is_data_predicate(predicate, snapshot.partition_columns):
+        return stage_data_replace(
+            df,
+            table,
+            tx,
+            predicate,
+            write_new=lambda frame, cols: _run_job(
+                frame,
+                uri,
+                snapshot.schema,
+                snapshot.partition_columns,
+                snapshot.configuration,
+                cols,
+                options,
+            ),
+            options=options,
+            app=app_id is not None,
+        )
     if mode == "overwrite" and not dynamic:
         replaced = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
     else:
@@ -414,7 +438,7 @@ def _stage_new_table(
     adds = _run_job(df, uri, schema, partition_columns, metadata.configuration, written, options)
     staged = StagedWrite(storage, adds, app=app_id is not None)
     try:
-        if predicate is not None:
+        if predicate is not None and not is_data_predicate(predicate, partition_columns):
             _check_inside(adds, predicate, schema, partition_columns)
         info = make_commit_info(
             operation="WRITE",
@@ -453,7 +477,10 @@ def _replace_predicate(
     if replace_where is None:
         return None
     predicate = in_session_time_zone(as_predicate(replace_where), schema, _session_time_zone(df))
-    validate(predicate, schema, partition_columns)
+    if is_data_predicate(predicate, partition_columns):
+        check_predicate_columns(predicate, schema)  # data columns: see deltalog.spark.replace_data
+    else:
+        validate(predicate, schema, partition_columns)
     return predicate
 
 
