@@ -158,17 +158,24 @@ def refuse_rewrite(
         )
 
 
-def refuse_table_rewrite(protocol: Protocol, metadata: Metadata) -> None:
-    """Refuse up front a compaction of a row-tracking table (see :func:`refuse_rewrite`).
+def refuse_table_rewrite(
+    protocol: Protocol, metadata: Metadata, *, operation: str = "compacting"
+) -> None:
+    """Refuse up front an operation that copies rows into new files on a row-tracking table.
+
+    Args:
+        protocol: The table's protocol.
+        metadata: The table's metadata.
+        operation: What copies rows, for the message (``"compacting"`` for OPTIMIZE).
 
     Raises:
         RowTrackingRewriteError: The table supports row tracking.
     """
     if supported(protocol, metadata):
         raise RowTrackingRewriteError(
-            "compacting a row-tracking table would change its rows' row ids: deltalog does not "
+            f"{operation} a row-tracking table would change its rows' row ids: deltalog does not "
             "write the materialised row-id columns that keep them stable (rowTracking); run "
-            "OPTIMIZE with delta-spark"
+            "it with delta-spark"
         )
 
 

@@ -107,3 +107,35 @@ def test_recorded_partition_predicate_makes_appends_there_conflict(
     tx.add([write_parquet(tmp_path, "p=a/new2.parquet", data)])
     with pytest.raises(ConcurrentAppendError):
         tx.commit()
+
+
+def test_a_data_column_replace_on_a_row_tracking_table_is_refused_before_any_job(
+    tmp_path: Path,
+) -> None:
+    from deltalog import RowTrackingRewriteError
+    from deltalog.spark.replace_data import stage_data_replace
+
+    t = DeltaTable.create(
+        str(tmp_path), SCHEMA, partition_by=["p"], configuration={"delta.enableRowTracking": "true"}
+    )
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    t.append_files([write_parquet(tmp_path, "p=a/f.parquet", data)])
+    before = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+
+    def no_job(*_: object) -> list[object]:
+        raise AssertionError("no Spark job may run")
+
+    tx = t.transaction()
+    with pytest.raises(RowTrackingRewriteError, match="replace_where"):
+        # The DataFrame is never touched: the refusal comes first.
+        stage_data_replace(
+            object(),  # type: ignore[arg-type]
+            t,
+            tx,
+            as_predicate("id > 1"),
+            write_new=no_job,  # type: ignore[arg-type]
+            options={},
+            app=False,
+        )
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == before
+    assert DeltaTable(str(tmp_path)).version() == 1

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import InvalidPredicateError, ReplaceWhereMismatchError, SparkWriteError
 from deltalog.predicates import TRUE, And, Predicate, matches
+from deltalog.row_tracking import refuse_table_rewrite
 from deltalog.schema import StructType
 from deltalog.skipping import prune_files
 
@@ -208,15 +209,19 @@ def stage_data_replace(
     Raises:
         ReplaceWhereMismatchError: A row of ``df`` does not satisfy the predicate.
         SparkWriteError: A Spark job failed.
+        RowTrackingRewriteError: Rows would be copied on a row-tracking table.
     """
     from deltalog.spark.write import StagedWrite
 
     snapshot = tx.snapshot
     schema = snapshot.schema
     partition_columns = snapshot.partition_columns
-    _check_rows(df, predicate, schema)
-
     candidates = prune_files(snapshot.files, predicate, schema, partition_columns)
+    if candidates.num_rows:  # their unselected rows would be copied under new row ids
+        refuse_table_rewrite(
+            snapshot.protocol, snapshot.metadata, operation="a replace_where on data columns of"
+        )
+    _check_rows(df, predicate, schema)
     tx.track_files_read(candidates, predicate=partition_part(predicate, partition_columns))
     adds = write_new(df, list(df.columns))
     staged = StagedWrite(table._storage, adds, table=table, tx=tx, app=app)
