@@ -24,6 +24,7 @@ from deltalog.features import (
 from deltalog.partitions import check_partition_columns
 from deltalog.properties import check_properties
 from deltalog.schema import StructType, as_struct
+from deltalog.schema_merge import keeps_data_readable, type_widening_enabled
 from deltalog.snapshot import Snapshot
 from deltalog.user_input import as_items, check_action, check_mapping
 
@@ -97,10 +98,14 @@ def metadata_change(
             f"the new metadata needs writer features {sorted(missing)} that the table "
             "protocol lacks; stage a protocol upgrade with update_protocol() first"
         )
-    old = snapshot.schema
-    rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or any(
-        f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
+    # Added columns (nested ones too) and, on a type-widening table, widened types leave the
+    # existing files readable; anything else needs them rewritten.
+    widening = type_widening_enabled(protocol, snapshot.metadata) and type_widening_enabled(
+        protocol, metadata
     )
+    rewrites = list(metadata.partition_columns) != list(
+        snapshot.partition_columns
+    ) or not keeps_data_readable(snapshot.schema, struct, type_widening=widening)
     return metadata, rewrites
 
 
