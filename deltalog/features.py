@@ -213,6 +213,7 @@ _PROPERTY_FEATURES: dict[str, tuple[str, tuple[int, int]]] = {
     "delta.appendOnly": ("appendOnly", (1, 2)),
     "delta.enableChangeDataFeed": ("changeDataFeed", (1, 4)),
     "delta.enableDeletionVectors": ("deletionVectors", (3, 7)),
+    "delta.enableTypeWidening": ("typeWidening", (3, 7)),
 }
 _UNSUPPORTED_PROPERTIES = {
     "delta.columnMapping.mode": "columnMapping",
@@ -222,7 +223,9 @@ _UNSUPPORTED_PROPERTIES = {
     "delta.enableIcebergCompatV1": "icebergCompatV1",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
-_READER_WRITER = frozenset({"deletionVectors", "timestampNtz", "columnMapping", "v2Checkpoint"})
+_READER_WRITER = frozenset(
+    {"deletionVectors", "timestampNtz", "columnMapping", "v2Checkpoint", "typeWidening"}
+)
 
 
 def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str]) -> Protocol:
