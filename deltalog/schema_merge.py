@@ -96,14 +96,20 @@ def merge_schemas(
 def fits(table_type: DataType, data_type: DataType) -> bool:
     """Whether data of ``data_type`` can be written to a column of ``table_type`` as it is.
 
-    True when merging adds nothing: every (nested) field of the data is in the table with the
-    same type; fields the data lacks are fine. Nullability and field metadata do not matter.
+    Struct fields match by exact name (a data file keeps the data's spelling) and may be
+    missing or in another order; every field the data has must be in the table with the same
+    type. Nullability and field metadata do not matter.
     """
-    try:
-        merged = _merge(table_type, data_type, "", False)[0]
-    except SchemaEvolutionError:
-        return False
-    return _strip(merged) == _strip(table_type)
+    if isinstance(table_type, StructType) and isinstance(data_type, StructType):
+        by_name = {f.name: f for f in table_type.fields}
+        return all(f.name in by_name and fits(by_name[f.name].type, f.type) for f in data_type)
+    if isinstance(table_type, ArrayType) and isinstance(data_type, ArrayType):
+        return fits(table_type.element_type, data_type.element_type)
+    if isinstance(table_type, MapType) and isinstance(data_type, MapType):
+        return fits(table_type.key_type, data_type.key_type) and fits(
+            table_type.value_type, data_type.value_type
+        )
+    return table_type == data_type
 
 
 def keeps_data_readable(old: StructType, new: StructType, *, type_widening: bool) -> bool:

@@ -138,7 +138,8 @@ def test_widens_and_fits() -> None:
     assert widens(*_types("decimal(5,2)", "decimal(8,3)"))
     assert not widens(*_types("decimal(5,2)", "decimal(5,3)"))
     # A struct value lacking a table field, in another order, fits; an extra one does not.
-    assert fits(TABLE.field("s").type, _schema(_f("B", "string")))
+    assert fits(TABLE.field("s").type, _schema(_f("b", "string")))
+    assert not fits(TABLE.field("s").type, _schema(_f("B", "string")))  # nested: exact names
     assert not fits(TABLE.field("s").type, _schema(_f("z", "string")))
     assert keeps_data_readable(
         TABLE, merge_schemas(TABLE, _schema(_f("q", "date"))), type_widening=False

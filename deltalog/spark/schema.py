@@ -52,13 +52,12 @@ def match_columns(
     partition_columns: Sequence[str],
     *,
     uri: str,
-    merged: bool = False,
 ) -> list[tuple[str, str]]:
     """Pair each DataFrame column with its table column, or refuse the write.
 
-    ``merged`` says ``table_schema`` already has the DataFrame's columns merged in
-    (``mergeSchema``): then a struct column may lack nested fields the table has, or hold them
-    in another order.
+    As in delta-spark, a struct column may lack nested fields the table has, or hold them in
+    another order (see :func:`deltalog.schema_merge.fits`); with ``mergeSchema`` the caller
+    passes the merged table schema.
 
     Returns:
         ``(frame column, table column)`` pairs in DataFrame order.
@@ -75,7 +74,7 @@ def match_columns(
         if target is None:
             problems.append(f"column {f.name!r} is not in the table")
             continue
-        if not (fits(target.type, f.type) if merged else _shape(f.type) == _shape(target.type)):
+        if not fits(target.type, f.type):
             problems.append(
                 f"column {f.name!r} is {_type(f.type)} in the DataFrame but {_type(target.type)} "
                 "in the table"
@@ -111,14 +110,6 @@ def check_partitioning(requested: Sequence[str], existing: Sequence[str], *, uri
             f"partition_by={list(requested)} does not match the partitioning of the table at "
             f"{uri} ({list(existing)}); only mode='overwrite' with overwriteSchema can change it"
         )
-
-
-def _shape(t: DataType) -> DataType:
-    """What must agree between a DataFrame column and its table column.
-
-    Types must; nullability and field metadata (comments, char/varchar markers) need not.
-    """
-    return as_nullable(t, keep_metadata=False)
 
 
 def _type(t: DataType) -> str:

@@ -434,9 +434,7 @@ def _stage_existing(
                 type_widening=type_widening_enabled(snapshot.protocol, snapshot.metadata),
             )
     refuse_unenforced_constraints(schema, uri=uri)
-    pairs = match_columns(
-        frame_schema, schema, partition_columns, uri=uri, merged=bool(settings.merge_schema)
-    )
+    pairs = match_columns(frame_schema, schema, partition_columns, uri=uri)
     if any(src != dst for src, dst in pairs):
         from pyspark.sql import functions as F
 
