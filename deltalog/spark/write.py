@@ -423,7 +423,8 @@ def _stage_existing(
     schema, partition_columns = snapshot.schema, list(snapshot.partition_columns)
     if overwrite_schema:
         schema = schema_for_new_table(frame_schema)
-        partition_columns = list(partition_by)
+        spelled = {name.lower(): name for name in schema.names}  # names ignore case
+        partition_columns = [spelled.get(c.lower(), c) for c in partition_by]
     else:
         check_partitioning(partition_by, snapshot.partition_columns, uri=uri)
         if settings.merge_schema:
