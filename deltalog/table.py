@@ -42,6 +42,7 @@ from deltalog.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.segment import LogListing, classify, commit_times, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
+from deltalog.table_changes import protocol_for_schema
 from deltalog.transaction import Transaction
 from deltalog.user_input import as_items, check_mapping, check_version_number, is_long
 from deltalog.vacuum import Progress, VacuumMode, VacuumResult
@@ -418,6 +419,9 @@ class DeltaTable:
                 merged, data, partition_columns=snap.partition_columns, type_widening=widening
             )
         if merged != snap.schema:
+            upgrade = protocol_for_schema(snap, merged)
+            if upgrade is not None:
+                tx.update_protocol(upgrade)
             tx.update_metadata(schema=merged)
         return [path for path, _status in files]
 

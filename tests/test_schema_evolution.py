@@ -7,6 +7,7 @@ commits (no sleeps, no threads).
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import orjson
@@ -156,3 +157,24 @@ def test_merge_append_racing_a_plain_append_resolves_as_in_delta_spark(tmp_path:
         plain.commit()
     assert info.value.winning_version == 3
     assert log_names(uri) == before
+
+
+def test_a_new_column_that_needs_a_feature_upgrades_the_protocol_in_the_same_commit(
+    tmp_path: Path,
+) -> None:
+    uri, table = _table(tmp_path)
+    assert (table.protocol().min_reader_version, table.protocol().min_writer_version) == (1, 2)
+    ntz = pa.schema([*BASE, ("local", pa.timestamp("us"))])
+    rows = pa.table({"id": [1], "s": [{"a": 1}], "local": [dt.datetime(2024, 5, 6, 7, 8)]}, ntz)
+    version = table.append_files([write_parquet(uri, "ntz.parquet", rows)], schema_mode="merge")
+    kinds = [next(iter(a)) for a in _commit_actions(uri, version)]
+    assert kinds == ["commitInfo", "protocol", "metaData", "add"]
+    protocol = DeltaTable(uri).protocol()
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert protocol.reader_features == ["timestampNtz"]
+    assert protocol.writer_features == ["appendOnly", "invariants", "timestampNtz"]
+    from deltalake import DeltaTable as RsTable
+
+    assert RsTable(uri).to_pyarrow_table().column("local").to_pylist() == [
+        dt.datetime(2024, 5, 6, 7, 8)
+    ]

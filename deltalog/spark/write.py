@@ -68,6 +68,7 @@ from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
 from deltalog.stats import DEFAULT_INDEXED_COLS
 from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable, SchemaMode, new_table_actions
+from deltalog.table_changes import protocol_for_schema
 from deltalog.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -449,6 +450,9 @@ def _stage_existing(
 
     tx = table.transaction("WRITE", parameters=parameters, user_metadata=settings.user_metadata)
     if schema != snapshot.schema or partition_columns != list(snapshot.partition_columns):
+        upgrade = protocol_for_schema(snapshot, schema)
+        if upgrade is not None:
+            tx.update_protocol(upgrade)
         tx.update_metadata(schema=schema, partition_by=partition_columns)
     if settings.app_id is not None and settings.app_version is not None:
         done = tx.txn_version(settings.app_id)
