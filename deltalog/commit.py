@@ -40,8 +40,9 @@ def make_commit_info(
     metrics: dict[str, str] | None = None,
     isolation_level: str = "Serializable",
     engine_info: str = ENGINE_INFO,
+    user_metadata: str | None = None,
 ) -> CommitInfo:
-    """A ``commitInfo`` laid out as delta-spark writes it."""
+    """A ``commitInfo`` laid out as delta-spark writes it (``userMetadata`` when given)."""
     body: dict[str, Any] = {
         "timestamp": now_ms(),
         "operation": operation,
@@ -53,6 +54,8 @@ def make_commit_info(
     body["isBlindAppend"] = is_blind_append
     if metrics:
         body["operationMetrics"] = metrics
+    if user_metadata is not None:
+        body["userMetadata"] = user_metadata
     body["engineInfo"] = engine_info
     body["txnId"] = str(uuid.uuid4())
     return CommitInfo(extra=body)

@@ -12,14 +12,15 @@ from deltalog.errors import (
     DuplicateFileError,
     InvalidPathError,
     PartitionValueError,
+    SchemaMismatchError,
 )
 from deltalog.file_actions import scheme_prefix
 from deltalog.logstores import FileStatus, LogFileNotFoundError, scheme_of
 from deltalog.logstores.local import local_path_from_uri
 from deltalog.paths import check_relative, encode_path
-from deltalog.schema import StructType
+from deltalog.schema import StructField, StructType, type_from_arrow
 from deltalog.snapshot import Snapshot
-from deltalog.stats import build_add, read_footer
+from deltalog.stats import build_add, compatible, read_footer
 from deltalog.storage import TableStorage, storage_errors
 
 
@@ -220,3 +221,49 @@ def describe(
             ) from exc
         adds.append(add)
     return adds
+
+
+def data_schemas(
+    storage: TableStorage,
+    files: Iterable[tuple[str, FileStatus]],
+    table: StructType,
+    partition_columns: list[str],
+) -> list[StructType]:
+    """The Delta schema of each file's data columns, for merging into ``table``.
+
+    A column whose file type the table column already accepts (an INT96 timestamp for a
+    ``timestamp`` column, say) takes the table's type, so only real differences remain.
+    Partition columns (which belong in directories, not files) are left out.
+
+    Raises:
+        SchemaMismatchError: A file is not Parquet, or has a type with no Delta equivalent.
+        InvalidPathError: A path escapes the table or is on another store.
+        DataFileNotFoundError: A file is gone.
+    """
+    by_lower = {f.name.lower(): f for f in table.fields}
+    partitions = {c.lower() for c in partition_columns}
+    out = []
+    for given, _status in files:
+        location = resolve(storage, given)[2]
+        store = storage.store
+        try:
+            with storage_errors(f"cannot read {location}"), store.open_input(location) as fh:
+                footer = read_footer(fh, location)
+        except LogFileNotFoundError as exc:
+            raise DataFileNotFoundError(f"{given!r} does not exist", path=given) from exc
+        fields = []
+        for arrow_field in footer.schema:
+            if arrow_field.name.lower() in partitions:
+                continue
+            try:
+                file_type = type_from_arrow(arrow_field.type)
+            except Exception as exc:
+                raise SchemaMismatchError(
+                    f"{location}: column {arrow_field.name!r}: {exc}", path=location
+                ) from exc
+            known = by_lower.get(arrow_field.name.lower())
+            if known is not None and compatible(file_type, known.type, arrow_field.type):
+                file_type = known.type
+            fields.append(StructField(arrow_field.name, file_type, arrow_field.nullable))
+        out.append(StructType(tuple(fields)))
+    return out

@@ -21,7 +21,12 @@
     ├── InvalidInputError             the caller's input is refused; nothing was written
     │   ├── InvalidSchemaError        a schema that cannot be represented or parsed
     │   ├── SchemaMismatchError       a data file's schema does not match the table
-    │   │   └── ColumnMappingError    a data file lacks a column-mapped table's physical names/ids
+    │   │   ├── ColumnMappingError    a data file lacks a column-mapped table's physical names/ids
+    │   │   └── SchemaEvolutionError  new columns cannot be merged in (a type change, ...)
+    │   ├── PartitioningMismatchError partitionBy differs from an existing table's partitioning
+    │   ├── InvalidWriteModeError     a write mode that is not append/overwrite/error/ignore
+    │   ├── InvalidOptionError        an unknown write option, or a value it cannot take
+    │   │   └── ConflictingOptionsError   two spellings of one setting disagree
     │   ├── PartitionValueError       a partition value that does not parse or match the schema
     │   ├── InvalidPathError          a file path that escapes the table or cannot be encoded
     │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
@@ -190,6 +195,55 @@ class ColumnMappingError(SchemaMismatchError):
 
     Attributes:
         path: The offending data file.
+    """
+
+
+class SchemaEvolutionError(SchemaMismatchError):
+    """New data cannot be merged into the table schema (``mergeSchema``); nothing was written.
+
+    A column changes type (allowed only as a supported widening on a table with
+    ``delta.enableTypeWidening=true``), a partition column would change, or a name clashes.
+
+    Attributes:
+        column: The dotted path of the offending column, when there is one.
+    """
+
+    def __init__(self, message: str, *, column: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class PartitioningMismatchError(InvalidInputError):
+    """A write's ``partitionBy`` differs from the partitioning of the existing table.
+
+    Only ``mode="overwrite"`` with ``overwriteSchema`` may change the partitioning.
+    """
+
+
+class InvalidWriteModeError(InvalidInputError):
+    """An unknown write mode (not append, overwrite, error/errorifexists or ignore).
+
+    Nothing was written.
+    """
+
+
+class InvalidOptionError(InvalidInputError):
+    """A write option deltalog does not know, or a value it cannot take; nothing was written.
+
+    Attributes:
+        option: The option name as given.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+class ConflictingOptionsError(InvalidOptionError):
+    """Two spellings of one setting were given different values; nothing was written.
+
+    An option and the keyword argument that aliases it (``replaceWhere`` and
+    ``replace_where``), or two option names that differ only in case.
     """
 
 

@@ -246,12 +246,15 @@ _PROPERTY_FEATURES: dict[str, tuple[str, tuple[int, int]]] = {
     "delta.enableDeletionVectors": ("deletionVectors", (3, 7)),
     "delta.enableInCommitTimestamps": ("inCommitTimestamp", (1, 7)),
     "delta.enableRowTracking": ("rowTracking", (1, 7)),
+    "delta.enableTypeWidening": ("typeWidening", (3, 7)),
 }
 _UNSUPPORTED_PROPERTIES = {
     "delta.enableIcebergCompatV1": "icebergCompatV1",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
-_READER_WRITER = frozenset({"deletionVectors", "timestampNtz", "columnMapping", "v2Checkpoint"})
+_READER_WRITER = frozenset(
+    {"deletionVectors", "timestampNtz", "columnMapping", "v2Checkpoint", "typeWidening"}
+)
 
 
 def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str]) -> Protocol:

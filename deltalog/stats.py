@@ -67,25 +67,26 @@ def read_footer(fh: Any, location: str) -> FooterInfo:
         ) from exc
 
 
-def _compatible(file_type: DataType, table_type: DataType, arrow_type: pa.DataType) -> bool:
+def compatible(file_type: DataType, table_type: DataType, arrow_type: pa.DataType) -> bool:
+    """Whether a file column of ``file_type`` (``arrow_type`` in the file) fits ``table_type``."""
     if isinstance(table_type, StructType):
         if not isinstance(file_type, StructType):
             return False
         by_name = {f.name: f for f in table_type.fields}
         return all(
             f.name in by_name
-            and _compatible(f.type, by_name[f.name].type, arrow_type.field(f.name).type)
+            and compatible(f.type, by_name[f.name].type, arrow_type.field(f.name).type)
             for f in file_type.fields
         )
     if isinstance(table_type, ArrayType):
-        return isinstance(file_type, ArrayType) and _compatible(
+        return isinstance(file_type, ArrayType) and compatible(
             file_type.element_type, table_type.element_type, arrow_type.value_type
         )
     if isinstance(table_type, MapType):
         return (
             isinstance(file_type, MapType)
-            and _compatible(file_type.key_type, table_type.key_type, arrow_type.key_type)
-            and _compatible(file_type.value_type, table_type.value_type, arrow_type.item_type)
+            and compatible(file_type.key_type, table_type.key_type, arrow_type.key_type)
+            and compatible(file_type.value_type, table_type.value_type, arrow_type.item_type)
         )
     if table_type == PrimitiveType("timestamp") and file_type == PrimitiveType("timestamp_ntz"):
         # INT96 timestamps (Spark's default) carry no time zone flag but are UTC instants.
@@ -121,7 +122,7 @@ def check_file_schema(
             file_type = type_from_arrow(arrow_field.type)
         except Exception as exc:
             raise SchemaMismatchError(f"{location}: column {name!r}: {exc}", path=location) from exc
-        if not _compatible(file_type, by_name[name].type, arrow_field.type):
+        if not compatible(file_type, by_name[name].type, arrow_field.type):
             raise SchemaMismatchError(
                 f"{location}: column {name!r} has type {file_type.to_json()} in the file but "
                 f"{by_name[name].type.to_json()} in the table",

@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import pyarrow as pa
@@ -20,6 +20,7 @@ from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checksum import write_first_checksum
 from deltalog.column_mapping import map_new_columns
 from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
+from deltalog.data_files import data_schemas, expand
 from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
@@ -43,12 +44,14 @@ from deltalog.replay import replay
 from deltalog.retention import cleanup_log
 from deltalog.row_tracking import new_table_configuration
 from deltalog.schema import StructType, as_struct
+from deltalog.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.segment import LogListing, classify, commit_times, list_log
 from deltalog.skipping import prune_files
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
+from deltalog.table_changes import protocol_for_schema
 from deltalog.transaction import Transaction
-from deltalog.user_input import check_mapping, check_version_number, is_long
+from deltalog.user_input import as_items, check_mapping, check_version_number, is_long
 from deltalog.vacuum import Progress, VacuumMode, VacuumResult
 from deltalog.vacuum import vacuum as run_vacuum
 
@@ -58,6 +61,8 @@ if TYPE_CHECKING:
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
 TimestampLike = dt.datetime | int | str
+#: How a write may change the table schema: ``merge`` adds the data's new columns.
+SchemaMode = Literal["merge", "overwrite"]
 _log = logging.getLogger(__name__)
 
 
@@ -360,6 +365,7 @@ class DeltaTable:
         isolation_level: str | None = None,
         retry: RetryPolicy | None = None,
         engine_info: str = ENGINE_INFO,
+        user_metadata: str | None = None,
     ) -> Transaction:
         """Start a transaction on the snapshot this object holds.
 
@@ -374,6 +380,7 @@ class DeltaTable:
                 ``delta.isolationLevel``, else ``WriteSerializable``.
             retry: Overrides this object's retry policy.
             engine_info: ``commitInfo.engineInfo``.
+            user_metadata: ``commitInfo.userMetadata`` (delta-spark's ``userMetadata`` option).
 
         Raises:
             InvalidInputError: Unknown isolation level or empty operation.
@@ -391,6 +398,7 @@ class DeltaTable:
             retry=retry or self._retry,
             engine_info=engine_info,
             on_advance=self._advanced,
+            user_metadata=user_metadata,
         )
 
     def _advanced(self, snapshot: Snapshot, committed: bool) -> None:
@@ -401,7 +409,13 @@ class DeltaTable:
         if committed:
             self._after_commit()
 
-    def append_files(self, paths: Iterable[str], *, data_change: bool = True) -> int:
+    def append_files(
+        self,
+        paths: Iterable[str],
+        *,
+        data_change: bool = True,
+        schema_mode: SchemaMode | None = None,
+    ) -> int:
         """Commit existing Parquet files as a blind append; returns the new version.
 
         Paths are relative to the table root, or absolute URIs on the table's store. A directory
@@ -412,8 +426,18 @@ class DeltaTable:
         values from Hive-style directories) before anything is written. Appends never conflict
         with each other.
 
+        Args:
+            paths: Files or directories.
+            data_change: ``dataChange`` of the add actions.
+            schema_mode: ``"merge"`` adds the files' new columns (nested ones too) to the table
+                schema in the same commit, with delta-spark's ``mergeSchema`` rules (see
+                :mod:`deltalog.schema_merge`); ``None`` refuses files with columns the table
+                lacks.
+
         Raises:
             SchemaMismatchError: A file's columns do not fit the table.
+            SchemaEvolutionError: With ``schema_mode="merge"``: a column changes type (without
+                an allowed widening) or a partition column would change.
             PartitionValueError: A file's directories do not give valid partition values.
             InvalidPathError: A path escapes the table or is on another store, is the table root,
                 or is a Spark output directory whose job has not committed (``_temporary``).
@@ -421,18 +445,53 @@ class DeltaTable:
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             MetadataChangedError, ProtocolChangedError: A concurrent commit changed the table.
         """
+        if schema_mode not in (None, "merge"):
+            raise InvalidInputError(
+                f"append_files takes schema_mode='merge' or None, not {schema_mode!r} (an "
+                "append cannot replace the schema; use overwrite_files)"
+            )
         tx = self.transaction("WRITE", parameters=self._write_parameters("Append"))
+        if schema_mode == "merge":
+            paths = self._merge_file_schemas(tx, paths)
         if not tx.add(paths, data_change=data_change):
             raise InvalidInputError("no files given")
         return tx.commit()
 
-    def overwrite_files(self, paths: Iterable[str], *, where: PredicateLike | None = None) -> int:
+    def _merge_file_schemas(self, tx: Transaction, paths: Iterable[str]) -> list[str]:
+        """Stage the table schema merged with the files' columns; the files to add.
+
+        Raises:
+            SchemaEvolutionError: The files' columns cannot be merged in.
+        """
+        snap = self._snapshot
+        given = as_items(paths, (str,), "paths")
+        files = expand(self._storage, given)
+        merged = snap.schema
+        widening = type_widening_enabled(snap.protocol, snap.metadata)
+        for data in data_schemas(self._storage, files, merged, snap.partition_columns):
+            merged = merge_schemas(
+                merged, data, partition_columns=snap.partition_columns, type_widening=widening
+            )
+        if merged != snap.schema:
+            upgrade = protocol_for_schema(snap, merged)
+            if upgrade is not None:
+                tx.update_protocol(upgrade)
+            tx.update_metadata(schema=merged)
+        return [path for path, _status in files]
+
+    def overwrite_files(
+        self,
+        paths: Iterable[str],
+        *,
+        where: PredicateLike | None = None,
+        schema_mode: Literal["merge"] | None = None,
+    ) -> int:
         """Replace live files with the given Parquet files; returns the new version.
 
         Without ``where`` every live file is replaced. With ``where`` (a predicate on partition
         columns) only the files it matches are, and every new file must satisfy it. An empty
         ``paths`` deletes what would be replaced. Concurrent overwrites of disjoint partitions
-        do not conflict.
+        do not conflict. ``schema_mode="merge"`` evolves the schema as in :meth:`append_files`.
 
         Raises:
             AppendOnlyError: The table is append-only.
@@ -441,6 +500,9 @@ class DeltaTable:
                 files this overwrite replaces.
             Same as :meth:`append_files` otherwise.
         """
+        if schema_mode not in (None, "merge"):
+            raise InvalidInputError(f"overwrite_files takes schema_mode='merge' or None, not "
+                                    f"{schema_mode!r}")  # fmt: skip
         self.update()
         if str(self._snapshot.configuration.get("delta.appendOnly")).lower() == "true":
             raise AppendOnlyError("the table is append-only (delta.appendOnly=true)")
@@ -450,6 +512,8 @@ class DeltaTable:
             params["predicate"] = str(predicate)  # SQL text, as delta-spark 3.x records it
         tx = self.transaction("WRITE", parameters=params)
         old = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
+        if schema_mode == "merge":
+            paths = self._merge_file_schemas(tx, paths)
         adds = tx.add(paths)
         if predicate is not None and adds:
             snap = self._snapshot

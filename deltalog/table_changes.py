@@ -27,6 +27,7 @@ from deltalog.partitions import check_partition_columns
 from deltalog.properties import check_properties
 from deltalog.row_tracking import check_enablement as check_row_tracking_enablement
 from deltalog.schema import StructType, as_struct
+from deltalog.schema_merge import keeps_data_readable, type_widening_enabled
 from deltalog.snapshot import Snapshot
 from deltalog.user_input import as_items, check_action, check_mapping
 
@@ -113,9 +114,12 @@ def metadata_change(
         new_types = {physical_name(f): f.type for f in struct.fields}
         changed = any(new_types.get(physical_name(f), f.type) != f.type for f in old.fields)
     else:
-        changed = any(
-            f.name not in struct.names or struct.field(f.name).type != f.type for f in old.fields
+        # Added columns (nested ones too) and, on a type-widening table, widened types leave
+        # the existing files readable; anything else needs them rewritten.
+        widening = type_widening_enabled(protocol, snapshot.metadata) and type_widening_enabled(
+            protocol, metadata
         )
+        changed = not keeps_data_readable(old, struct, type_widening=widening)
     rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or changed
     return metadata, rewrites
 
@@ -152,3 +156,47 @@ def protocol_upgrade(snapshot: Snapshot, protocol: Protocol, metadata: Metadata)
                 f"keep the features it implies: add {sorted(missing)} to writer_features"
             )
     check_writable(protocol, metadata)
+
+
+def protocol_for_schema(snapshot: Snapshot, schema: StructType) -> Protocol | None:
+    """The protocol ``schema`` needs on this table, or ``None`` when the table's is enough.
+
+    Schema evolution can bring a type that needs a table feature (a ``timestamp_ntz`` column
+    needs ``timestampNtz``); delta-spark then upgrades the protocol in the same commit, and so
+    does this: the current protocol plus the missing features (moving a legacy protocol to
+    table features keeps the features its versions implied).
+
+    Raises:
+        UnsupportedFeatureError: The schema needs a feature deltalog cannot write.
+    """
+    metadata = snapshot.metadata
+    config = {k: v for k, v in metadata.configuration.items() if v is not None}
+    needed = protocol_for_new_table(schema, config)
+    current = snapshot.protocol
+    evolved = dataclasses.replace(metadata, schema_string=schema.to_json_string())
+    missing = active_writer_features(needed, evolved) - active_writer_features(current, evolved)
+    if not missing:
+        return None
+    if current.min_writer_version >= 7:
+        writer = set(current.writer_features or ()) | missing
+    else:
+        writer = missing | {
+            feature
+            for version, features in LEGACY_WRITER_FEATURES.items()
+            if version <= current.min_writer_version
+            for feature in features
+        }
+    readers = missing & set(needed.reader_features or ())
+    if not readers:
+        return dataclasses.replace(current, min_writer_version=7, writer_features=sorted(writer))
+    return dataclasses.replace(
+        current,
+        min_reader_version=3,
+        min_writer_version=7,
+        reader_features=sorted(
+            set(current.reader_features or ())
+            | readers
+            | ({"columnMapping"} if current.min_reader_version == 2 else set())
+        ),
+        writer_features=sorted(writer),
+    )

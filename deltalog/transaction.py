@@ -141,6 +141,7 @@ class Transaction:
         retry: RetryPolicy,
         engine_info: str = ENGINE_INFO,
         on_advance: Callable[[Snapshot, bool], None] | None = None,
+        user_metadata: str | None = None,
     ) -> None:
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
             raise InvalidInputError(
@@ -149,6 +150,11 @@ class Transaction:
         if not operation or not isinstance(operation, str):
             raise InvalidInputError("a transaction needs an operation name")
         check_json(dict(check_mapping(parameters, "parameters")), "the transaction parameters")
+        if user_metadata is not None and not isinstance(user_metadata, str):
+            raise InvalidInputError(
+                f"user_metadata must be a str, not {type(user_metadata).__name__}"
+            )
+        self._user_metadata = user_metadata
         self._storage = storage
         self._snapshot = snapshot
         self._prefix = scheme_prefix(storage.root)
@@ -591,6 +597,7 @@ class Transaction:
             metrics=self._metrics(),
             isolation_level=level,
             engine_info=self._engine_info,
+            user_metadata=self._user_metadata,
         )
         layout = CommitLayout(snap, info, actions)
         reads: TransactionReads | None = None

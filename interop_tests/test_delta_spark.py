@@ -290,7 +290,9 @@ def test_delta_spark_reads_every_version_of_deltalog_table(
     expected: dict[int, list[dict[str, Any]]] = {0: []}
 
     time.sleep(COMMIT_GAP)
-    result = deltalog.spark.write(spark_frame(spark, simple_rows(range(4)), SIMPLE_DDL), root)
+    result = deltalog.spark.write(
+        spark_frame(spark, simple_rows(range(4)), SIMPLE_DDL), root, mode="append"
+    )
     assert result.version == 1
     expected[1] = simple_rows(range(4))
 
@@ -308,7 +310,9 @@ def test_delta_spark_reads_every_version_of_deltalog_table(
     expected[3] = simple_rows(range(10, 13))
 
     time.sleep(COMMIT_GAP)
-    result = deltalog.spark.write(spark_frame(spark, simple_rows([13, 14]), SIMPLE_DDL), root)
+    result = deltalog.spark.write(
+        spark_frame(spark, simple_rows([13, 14]), SIMPLE_DDL), root, mode="append"
+    )
     assert result.version == 4
     expected[4] = simple_rows(range(10, 15))
     latest = 4
@@ -375,7 +379,8 @@ def test_delta_spark_reads_deltalog_checkpoints(delta_spark: Any, tmp_path: Path
         """One deltalog commit of two rows: every third through Spark, else append_files."""
         new = simple_rows([10 * step, 10 * step + 1])
         if step % 3 == 0:
-            version = deltalog.spark.write(spark_frame(spark, new, SIMPLE_DDL), root).version
+            frame = spark_frame(spark, new, SIMPLE_DDL)
+            version = deltalog.spark.write(frame, root, mode="append").version
         else:
             writer.update()
             name = write_parquet(root, f"part-{step}.parquet", new, SIMPLE_SCHEMA)
@@ -594,7 +599,7 @@ def test_deltalog_reads_delta_spark_dml(
 
     # deltalog appends to delta-spark's table; delta-spark reads it.
     rows = dml_rows(range(40, 44))
-    result = deltalog.spark.write(spark_frame(spark, rows, DML_DDL), root)
+    result = deltalog.spark.write(spark_frame(spark, rows, DML_DDL), root, mode="append")
     assert result.version == 7
     model.update({r["id"]: r for r in rows})
     check(7, "WRITE")
@@ -647,7 +652,7 @@ def test_deltalog_and_delta_spark_take_turns_appending(delta_spark: Any, tmp_pat
             rows = turn_rows(step, "deltalog")
             if step % 20 == 10:  # some through Spark, the rest (and checkpoints) append_files
                 frame = spark_frame(spark, rows, TURN_DDL)
-                version = deltalog.spark.write(frame, root).version
+                version = deltalog.spark.write(frame, root, mode="append").version
             else:
                 name = write_parquet(root, f"deltalog-{step:03d}.parquet", rows, TURN_SCHEMA)
                 version = writer.append_files([name])

@@ -82,10 +82,10 @@ def streamer(spark: Any, uri: str, barrier: threading.Barrier, errors: list[Base
         barrier.wait()
         for batch in range(1, STREAM_BATCHES + 1):
             df = events(spark, TODAY, 1_000_000 + batch * ROWS_PER_BATCH, ROWS_PER_BATCH, "stream")
-            result = write(df, uri, app_id=APP_ID, app_version=batch)
+            result = write(df, uri, mode="append", app_id=APP_ID, app_version=batch)
             log("stream", f"micro-batch {batch:>2} -> v{result.version} ({result.rows} rows)")
             if batch == 5:  # the driver crashed after committing, and the batch is re-sent
-                again = write(df, uri, app_id=APP_ID, app_version=batch)
+                again = write(df, uri, mode="append", app_id=APP_ID, app_version=batch)
                 log("stream", f"micro-batch {batch:>2} re-sent -> skipped={again.skipped}")
                 assert again.skipped
     except BaseException as exc:

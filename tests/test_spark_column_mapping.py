@@ -55,7 +55,7 @@ def test_spark_write_optimize_on_an_id_mapped_table(spark: Any, tmp_path: Path) 
         mode="overwrite",
         partition_overwrite_mode="dynamic",
     )
-    write(spark.createDataFrame([(4, None, "d1")], DDL), root)
+    write(spark.createDataFrame([(4, None, "d1")], DDL), root, mode="append")
     assert DeltaTable(root).files().num_rows == 3
     done = optimize(spark, root)
     assert done.files_removed == 2 and done.files_added == 1
@@ -68,3 +68,21 @@ def test_spark_write_optimize_on_an_id_mapped_table(spark: Any, tmp_path: Path) 
         {"id": 3, "s": {"a": 30, "b": "z"}, "day": "d2"},
         {"id": 4, "s": None, "day": "d1"},
     ]
+
+    # mergeSchema adds a column: it gets the next id and a new physical name, and the
+    # executors write that name (read back as the logical one).
+    write(
+        spark.createDataFrame([(5, None, "d1", "new")], DDL + ", extra string"),
+        root,
+        mode="append",
+        options={"mergeSchema": "true"},
+    )
+    merged = DeltaTable(root)
+    extra = merged.schema().field("extra")
+    assert field_id(extra) == 6
+    assert merged.metadata().configuration["delta.columnMapping.maxColumnId"] == "6"
+    extra_phys = logical_to_physical(merged.schema())["extra"]
+    assert extra_phys != "extra"
+    assert any(extra_phys in footer.names for footer in _footers(root))
+    last = merged.to_pyarrow_table().sort_by("id").to_pylist()
+    assert [r["extra"] for r in last] == [None, None, None, "new"]

@@ -1336,3 +1336,18 @@ def test_a_commit_whose_store_said_taken_but_landed_is_not_written_twice(
     fresh = DeltaTable(str(root))
     assert fresh.version() == 1
     assert fresh.files().column("path").to_pylist() == ["a.parquet"]
+
+
+def test_user_metadata_is_recorded_in_commit_info(tmp_path: Path) -> None:
+    uri = str(tmp_path / "um")
+    table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    name = write_parquet(uri, "a.parquet", pa.table({"id": [1]}))
+    with table.transaction(user_metadata="nightly load #3") as tx:
+        tx.add([name])
+    line = (Path(uri) / "_delta_log" / f"{tx.version:020d}.json").read_bytes().splitlines()[0]
+    info = orjson.loads(line)["commitInfo"]
+    assert info["userMetadata"] == "nightly load #3"
+    assert list(info).index("userMetadata") < list(info).index("engineInfo")  # delta-spark order
+    assert table.history(1)[0]["userMetadata"] == "nightly load #3"
+    with pytest.raises(InvalidInputError):
+        table.transaction(user_metadata=5)  # type: ignore[arg-type]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deltalog.errors import InvalidInputError, SchemaMismatchError
+from deltalog.errors import PartitioningMismatchError, SchemaMismatchError
 from deltalog.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltalog.schema_merge import fits
 
 
 def as_nullable(t: DataType, *, keep_metadata: bool = True) -> DataType:
@@ -54,6 +55,10 @@ def match_columns(
 ) -> list[tuple[str, str]]:
     """Pair each DataFrame column with its table column, or refuse the write.
 
+    As in delta-spark, a struct column may lack nested fields the table has, or hold them in
+    another order (see :func:`deltalog.schema_merge.fits`); with ``mergeSchema`` the caller
+    passes the merged table schema.
+
     Returns:
         ``(frame column, table column)`` pairs in DataFrame order.
 
@@ -69,7 +74,7 @@ def match_columns(
         if target is None:
             problems.append(f"column {f.name!r} is not in the table")
             continue
-        if _shape(f.type) != _shape(target.type):
+        if not fits(target.type, f.type):
             problems.append(
                 f"column {f.name!r} is {_type(f.type)} in the DataFrame but {_type(target.type)} "
                 "in the table"
@@ -88,7 +93,7 @@ def match_columns(
         raise SchemaMismatchError(
             f"the DataFrame does not match the schema of the table at {uri}: "
             + "; ".join(problems)
-            + " (deltalog does not evolve schemas: change the DataFrame or the table)"
+            + " (write with mergeSchema to add new columns to the table)"
         )
     return pairs
 
@@ -97,21 +102,14 @@ def check_partitioning(requested: Sequence[str], existing: Sequence[str], *, uri
     """Refuse ``partition_by`` that differs from an existing table's partitioning.
 
     Raises:
-        InvalidInputError: The partition columns differ (an empty ``requested`` never does).
+        PartitioningMismatchError: The partition columns differ (an empty ``requested`` never
+            does).
     """
     if requested and [c.lower() for c in requested] != [c.lower() for c in existing]:
-        raise InvalidInputError(
+        raise PartitioningMismatchError(
             f"partition_by={list(requested)} does not match the partitioning of the table at "
-            f"{uri} ({list(existing)})"
+            f"{uri} ({list(existing)}); only mode='overwrite' with overwriteSchema can change it"
         )
-
-
-def _shape(t: DataType) -> DataType:
-    """What must agree between a DataFrame column and its table column.
-
-    Types must; nullability and field metadata (comments, char/varchar markers) need not.
-    """
-    return as_nullable(t, keep_metadata=False)
 
 
 def _type(t: DataType) -> str:

@@ -10,6 +10,7 @@ hold a staged write to control exactly how two writers interleave.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ from deltalog.actions import Action, AddFile, Txn, serialize_actions
 from deltalog.clustering import check_clustering_stats
 from deltalog.column_mapping import (
     logical_to_physical,
+    map_new_columns,
     mapping_mode,
     physical_name,
     physical_schema,
@@ -34,11 +36,13 @@ from deltalog.errors import (
     AppendOnlyError,
     ConstraintViolationError,
     InvalidInputError,
+    InvalidOptionError,
     InvalidPredicateError,
     ProtocolChangedError,
     ReplaceWhereMismatchError,
     SparkWriteError,
     StorageError,
+    TableAlreadyExistsError,
     TableNotFoundError,
     TransactionClosedError,
 )
@@ -58,7 +62,17 @@ from deltalog.predicates import (
     validate,
 )
 from deltalog.schema import PrimitiveType, StructType
+from deltalog.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.spark.constraints import refuse_unenforced_constraints
+from deltalog.spark.options import (
+    AUTO_MERGE_CONF,
+    SAVE_MODE_NAMES,
+    USER_METADATA_CONF,
+    Mode,
+    OptionValue,
+    WriteSettings,
+)
+from deltalog.spark.options import resolve as resolve_options
 from deltalog.spark.replace_data import (
     check_predicate_columns,
     is_data_predicate,
@@ -68,14 +82,14 @@ from deltalog.spark.schema import check_partitioning, match_columns, schema_for_
 from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
 from deltalog.stats import DEFAULT_INDEXED_COLS
 from deltalog.storage import TableStorage
-from deltalog.table import DeltaTable, new_table_actions
+from deltalog.table import DeltaTable, SchemaMode, new_table_actions
+from deltalog.table_changes import protocol_for_schema
 from deltalog.transaction import Transaction
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-Mode = Literal["append", "overwrite"]
 #: What a Python worker's failure says when deltalog is not installed on the executors.
 _WORKER_IMPORT_FAILURE = "No module named 'deltalog"
 PartitionOverwriteMode = Literal["static", "dynamic"]
@@ -94,6 +108,8 @@ class WriteResult:
         bytes: Bytes of data files committed.
         skipped: Whether the write was skipped because ``app_id`` had already committed
             ``app_version`` (a retried micro-batch); then nothing was written at all.
+        ignored: Whether ``mode="ignore"`` found the table already there; then nothing was
+            written at all (``version`` is the table's current version).
     """
 
     version: int | None
@@ -102,6 +118,7 @@ class WriteResult:
     rows: int
     bytes: int
     skipped: bool = False
+    ignored: bool = False
 
 
 class StagedWrite:
@@ -122,6 +139,7 @@ class StagedWrite:
         first_commit: bytes | None = None,
         removed: int = 0,
         app: bool = False,
+        ignored: bool = False,
     ) -> None:
         self._storage = storage
         self._table = table
@@ -130,6 +148,7 @@ class StagedWrite:
         self.adds = adds
         self._removed = removed
         self._app = app
+        self._ignored = ignored
         self._finished = False
 
     @property
@@ -142,7 +161,12 @@ class StagedWrite:
     @property
     def skipped(self) -> bool:
         """Whether the write is a no-op: its ``app_version`` was already committed."""
-        return self._tx is None and self._first_commit is None
+        return self._tx is None and self._first_commit is None and not self._ignored
+
+    @property
+    def ignored(self) -> bool:
+        """Whether the write is a no-op because of ``mode="ignore"`` on an existing table."""
+        return self._ignored
 
     def commit(self) -> WriteResult:
         """Commit the staged write; returns what it did.
@@ -159,9 +183,11 @@ class StagedWrite:
         """
         if self._finished:
             raise TransactionClosedError("this staged write was already committed or aborted")
-        if self.skipped:
+        if self.skipped or self._ignored:
             self._finished = True
-            return WriteResult(self.read_version, 0, 0, 0, 0, skipped=True)
+            return WriteResult(
+                self.read_version, 0, 0, 0, 0, skipped=not self._ignored, ignored=self._ignored
+            )
         no_op = False
         try:
             if self._first_commit is not None:
@@ -218,7 +244,8 @@ def write(
     df: DataFrame,
     uri: str,
     *,
-    mode: Mode = "append",
+    mode: Mode = "error",
+    options: Mapping[str, OptionValue] | None = None,
     partition_by: Sequence[str] = (),
     replace_where: PredicateLike | None = None,
     partition_overwrite_mode: PartitionOverwriteMode | None = None,
@@ -226,52 +253,78 @@ def write(
     app_id: str | None = None,
     app_version: int | None = None,
     configuration: Mapping[str, str] | None = None,
+    schema_mode: SchemaMode | None = None,
+    user_metadata: str | None = None,
 ) -> WriteResult:
     """Write a Spark DataFrame to a Delta table and commit it; the table is created if absent.
 
     Spark's executors write the Parquet files straight into the table directory and read each
     file's statistics from its footer; the driver commits them in one transaction. Like
-    ``df.write.format("delta")``:
+    ``df.write.format("delta").mode(mode).options(**options).save(uri)``:
 
+    * ``mode="error"`` (also ``"errorifexists"``, ``"default"``; the default, as in Spark)
+      creates the table and refuses to write to an existing one (``TableAlreadyExistsError``,
+      nothing written).
+    * ``mode="ignore"`` creates the table, or does nothing at all when it exists (the result
+      has ``ignored=True``).
     * ``mode="append"`` adds the rows (a blind append: it never conflicts with other writers'
       data changes).
-    * ``mode="overwrite"`` replaces the whole table; with ``replace_where`` only the rows of the
+    * ``mode="overwrite"`` replaces the whole table; with ``replaceWhere`` only the rows of the
       partitions the predicate selects (and every written row must satisfy it); with
-      ``partition_overwrite_mode="dynamic"`` (default: the Spark session's
+      ``partitionOverwriteMode=dynamic`` (default: the Spark session's
       ``spark.sql.sources.partitionOverwriteMode``) only the partitions the DataFrame writes to.
       The overwrite reads what it replaces, so a concurrent commit that changes those
       partitions makes this one fail with a named conflict; other partitions are free.
-    * ``app_id``/``app_version`` make the write idempotent: if the table already records
-      ``app_version`` (or later) for ``app_id``, nothing is written (a retried micro-batch).
+      With ``overwriteSchema=true`` (and no ``replaceWhere``) the table takes the DataFrame's
+      schema and ``partition_by`` as its partitioning, in the same commit.
+    * ``mergeSchema=true`` (or the session's ``spark.databricks.delta.schema.autoMerge.enabled``)
+      adds the DataFrame's new columns, nested fields included, to the table schema in the
+      same commit (see :mod:`deltalog.schema_merge` for the rules).
+    * ``txnAppId``/``txnVersion`` make the write idempotent: if the table already records
+      ``txnVersion`` (or later) for ``txnAppId``, nothing is written (a retried micro-batch).
 
     Args:
         df: The rows to write. Its columns must match the table's (by name, case-insensitive);
             table columns it lacks must be nullable.
         uri: The table URI (local path, ``file://``, ``s3://``, ``gs://``, ``az://``, ...).
-        mode: ``append`` or ``overwrite``.
+        mode: ``error`` (default), ``append``, ``overwrite`` or ``ignore``; any case.
+        options: delta-spark's write options, names in any case: ``mergeSchema``,
+            ``overwriteSchema``, ``replaceWhere``, ``txnAppId``, ``txnVersion``,
+            ``userMetadata``, ``partitionOverwriteMode``, ``maxRecordsPerFile``.
         partition_by: Partition columns of a new table; for an existing table, empty or the
-            table's own.
-        replace_where: With ``mode="overwrite"``: a predicate, as SQL text
-            (``"day = '2024-01-01'"``) or any form :func:`deltalog.predicates.as_predicate`
-            accepts. On data columns, the files holding matching rows are rewritten without
-            them (see :mod:`deltalog.spark.replace_data`).
-        partition_overwrite_mode: ``static`` or ``dynamic``, for ``mode="overwrite"``.
+            table's own (other columns only with ``overwriteSchema`` in overwrite mode).
+        replace_where: ``replaceWhere``, also as a :class:`~deltalog.predicates.Predicate` or
+            any form :func:`deltalog.predicates.as_predicate` accepts. On data columns, the
+            files holding matching rows are rewritten without them (see
+            :mod:`deltalog.spark.replace_data`).
+        partition_overwrite_mode: ``partitionOverwriteMode``.
         storage_options: Log store options (credentials, endpoints, commit protocol), used on
             the driver and the executors.
-        app_id: Streaming application id (``txn.appId``).
-        app_version: Micro-batch number (``txn.version``) for ``app_id``.
+        app_id: ``txnAppId`` (``txn.appId``).
+        app_version: ``txnVersion``, the micro-batch number for ``app_id``.
         configuration: Table properties for a new table.
+        schema_mode: ``"merge"`` for ``mergeSchema=true``, ``"overwrite"`` for
+            ``overwriteSchema=true`` (delta-rs' spelling).
+        user_metadata: ``userMetadata``, recorded as ``commitInfo.userMetadata`` (default: the
+            session's ``spark.databricks.delta.commitInfo.userMetadata``).
 
     Returns:
         What was committed.
 
     Raises:
-        SchemaMismatchError: The DataFrame's columns do not fit the table (nothing written).
+        InvalidWriteModeError: An unknown mode (nothing written).
+        InvalidOptionError: An unknown option or a bad value; ``ConflictingOptionsError`` when
+            an option and its keyword argument disagree (nothing written).
+        TableAlreadyExistsError: ``mode="error"`` and the table exists (nothing written).
+        SchemaMismatchError: The DataFrame's columns do not fit the table (nothing written);
+            ``SchemaEvolutionError`` when ``mergeSchema`` cannot merge them (a type change).
+        PartitioningMismatchError: ``partition_by`` differs from the table's partitioning.
         ReplaceWhereMismatchError: A row falls outside ``replace_where`` (nothing written).
         InvalidPredicateError: ``replace_where`` does not parse or names an unknown column.
-        InvalidInputError: Bad arguments (mode, partitioning, app id/version).
+        InvalidInputError: Other bad arguments (app id/version).
         SparkWriteError: The Spark job failed (nothing committed).
-        ConcurrentModificationError: A concurrent commit conflicts (a named subclass).
+        ConcurrentModificationError: A concurrent commit conflicts (a named subclass;
+            ``MetadataChangedError`` when it changed the schema this write read).
         UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
         StorageError: The log store failed.
     """
@@ -279,6 +332,7 @@ def write(
         df,
         uri,
         mode=mode,
+        options=options,
         partition_by=partition_by,
         replace_where=replace_where,
         partition_overwrite_mode=partition_overwrite_mode,
@@ -286,6 +340,8 @@ def write(
         app_id=app_id,
         app_version=app_version,
         configuration=configuration,
+        schema_mode=schema_mode,
+        user_metadata=user_metadata,
     )
     return staged.commit()
 
@@ -294,7 +350,8 @@ def stage(
     df: DataFrame,
     uri: str,
     *,
-    mode: Mode = "append",
+    mode: Mode = "error",
+    options: Mapping[str, OptionValue] | None = None,
     partition_by: Sequence[str] = (),
     replace_where: PredicateLike | None = None,
     partition_overwrite_mode: PartitionOverwriteMode | None = None,
@@ -302,66 +359,133 @@ def stage(
     app_id: str | None = None,
     app_version: int | None = None,
     configuration: Mapping[str, str] | None = None,
+    schema_mode: SchemaMode | None = None,
+    user_metadata: str | None = None,
 ) -> StagedWrite:
     """Everything :func:`write` does except the commit; see there for the arguments.
 
     The table version the write reads is pinned here; :meth:`StagedWrite.commit` checks what
-    landed since.
+    landed since. With ``mode="ignore"`` on an existing table the staged write is empty
+    (``ignored``); with ``mode="error"`` staging raises before the Spark job runs.
 
     Raises:
         Same as :func:`write`, but for the commit-time conflicts.
     """
-    _check_arguments(mode, replace_where, partition_overwrite_mode, app_id, app_version)
-    options = dict(storage_options or {})
+    settings = resolve_options(
+        mode,
+        options,
+        replace_where=replace_where,
+        partition_overwrite_mode=partition_overwrite_mode,
+        app_id=app_id,
+        app_version=app_version,
+        schema_mode=schema_mode,
+        user_metadata=user_metadata,
+    )
+    _check_arguments(settings)
+    settings = _with_session_defaults(df, settings)
+    storage_options = dict(storage_options or {})
     frame_schema = StructType.from_json_string(df.schema.json())
     try:
-        table = DeltaTable(uri, storage_options=options, background_checkpoints=False)
+        table = DeltaTable(uri, storage_options=storage_options, background_checkpoints=False)
     except TableNotFoundError:
         return _stage_new_table(
             df,
             uri,
             frame_schema,
-            mode=mode,
+            settings=settings,
             partition_by=partition_by,
-            replace_where=replace_where,
-            options=options,
-            app_id=app_id,
-            app_version=app_version,
+            options=storage_options,
             configuration=configuration,
         )
+    if settings.mode == "error":
+        raise TableAlreadyExistsError(
+            f"a Delta table already exists at {uri} (version {table.version()}) and the write "
+            "mode is 'error' (Spark's default); write with mode='append' or mode='overwrite'. "
+            "Nothing was written."
+        )
+    if settings.mode == "ignore":
+        return StagedWrite(table._storage, [], table=table, ignored=True)
+    return _stage_existing(df, uri, table, frame_schema, settings, partition_by, storage_options)
+
+
+def _stage_existing(
+    df: DataFrame,
+    uri: str,
+    table: DeltaTable,
+    frame_schema: StructType,
+    settings: WriteSettings,
+    partition_by: Sequence[str],
+    options: dict[str, str],
+) -> StagedWrite:
+    """Stage an append or overwrite of an existing table (schema changes included)."""
     snapshot = table.snapshot
     snapshot.check_writable()
     check_clustering_stats(snapshot)
-    refuse_unenforced_constraints(snapshot.schema, uri=uri)
-    check_partitioning(partition_by, snapshot.partition_columns, uri=uri)
-    pairs = match_columns(frame_schema, snapshot.schema, snapshot.partition_columns, uri=uri)
+    mode, replace_where = settings.mode, settings.replace_where
+    overwrite_schema = mode == "overwrite" and settings.overwrite_schema and replace_where is None
+    dynamic = (
+        mode == "overwrite"
+        and replace_where is None
+        and bool(snapshot.partition_columns)
+        and (settings.partition_overwrite_mode or _session_overwrite_mode(df)) == "dynamic"
+    )
+    if dynamic and overwrite_schema:
+        raise InvalidOptionError(
+            "overwriteSchema cannot be used with dynamic partition overwrite (as in "
+            "delta-spark): it would replace the schema of partitions it does not rewrite",
+            option="overwriteSchema",
+        )
+    append_only = str(snapshot.configuration.get("delta.appendOnly")).lower() == "true"
+    if mode == "overwrite" and append_only:
+        raise AppendOnlyError(f"the table at {uri} is append-only (delta.appendOnly=true)")
+
+    schema, partition_columns = snapshot.schema, list(snapshot.partition_columns)
+    if overwrite_schema:
+        schema = schema_for_new_table(frame_schema)
+        spelled = {name.lower(): name for name in schema.names}  # names ignore case
+        partition_columns = [spelled.get(c.lower(), c) for c in partition_by]
+    else:
+        check_partitioning(partition_by, snapshot.partition_columns, uri=uri)
+        if settings.merge_schema:
+            schema = merge_schemas(
+                snapshot.schema,
+                schema_for_new_table(frame_schema),
+                partition_columns=snapshot.partition_columns,
+                type_widening=type_widening_enabled(snapshot.protocol, snapshot.metadata),
+            )
+    configuration = {k: v for k, v in snapshot.configuration.items() if v is not None}
+    if schema != snapshot.schema:  # new columns of a column-mapped table get ids and names now,
+        # so that the executors write the physical names the new metadata will record
+        schema, configuration = map_new_columns(
+            schema, configuration, previous=snapshot.configuration
+        )
+    refuse_unenforced_constraints(schema, uri=uri)
+    pairs = match_columns(frame_schema, schema, partition_columns, uri=uri)
     if any(src != dst for src, dst in pairs):
         from pyspark.sql import functions as F
 
         df = df.select(*[F.col(_quote(src)).alias(dst) for src, dst in pairs])
     written = [dst for _, dst in pairs]
 
-    dynamic = (
-        mode == "overwrite"
-        and replace_where is None
-        and bool(snapshot.partition_columns)
-        and (partition_overwrite_mode or _session_overwrite_mode(df)) == "dynamic"
-    )
-    append_only = str(snapshot.configuration.get("delta.appendOnly")).lower() == "true"
-    if mode == "overwrite" and append_only:
-        raise AppendOnlyError(f"the table at {uri} is append-only (delta.appendOnly=true)")
-    predicate = _replace_predicate(df, replace_where, snapshot.schema, snapshot.partition_columns)
-    parameters = _parameters(mode, partition_by, replace_where, predicate)
+    predicate = _replace_predicate(df, replace_where, schema, partition_columns)
+    parameters = _parameters(settings, partition_by, predicate)
     if dynamic:
         parameters["isDynamicPartitionOverwrite"] = True
 
-    tx = table.transaction("WRITE", parameters=parameters)
-    if app_id is not None and app_version is not None:
-        done = tx.txn_version(app_id)
-        if done is not None and done >= app_version:
+    tx = table.transaction("WRITE", parameters=parameters, user_metadata=settings.user_metadata)
+    if schema != snapshot.schema or partition_columns != list(snapshot.partition_columns):
+        upgrade = protocol_for_schema(snapshot, schema)
+        if upgrade is not None:
+            tx.update_protocol(upgrade)
+        tx.update_metadata(
+            schema=schema, partition_by=partition_columns, configuration=configuration
+        )
+    if settings.app_id is not None and settings.app_version is not None:
+        done = tx.txn_version(settings.app_id)
+        if done is not None and done >= settings.app_version:
             return StagedWrite(table._storage, [], table=table)
-        tx.set_transaction(app_id, app_version)
-    if predicate is not None and is_data_predicate(predicate, snapshot.partition_columns):
+        tx.set_transaction(settings.app_id, settings.app_version)
+    if predicate is not None and is_data_predicate(predicate, partition_columns):
         return stage_data_replace(
             df,
             table,
@@ -370,14 +494,15 @@ def stage(
             write_new=lambda frame, cols: _run_job(
                 frame,
                 uri,
-                snapshot.schema,
-                snapshot.partition_columns,
+                schema,
+                partition_columns,
                 snapshot.configuration,
                 cols,
                 options,
+                max_records_per_file=settings.max_records_per_file,
             ),
             options=options,
-            app=app_id is not None,
+            app=settings.app_id is not None,
         )
     if mode == "overwrite" and not dynamic:
         replaced = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
@@ -387,19 +512,20 @@ def stage(
     adds = _run_job(
         df,
         uri,
-        snapshot.schema,
-        snapshot.partition_columns,
+        schema,
+        partition_columns,
         snapshot.configuration,
         written,
         options,
+        max_records_per_file=settings.max_records_per_file,
     )
-    staged = StagedWrite(table._storage, adds, table=table, tx=tx, app=app_id is not None)
+    staged = StagedWrite(table._storage, adds, table=table, tx=tx, app=settings.app_id is not None)
     try:
         if predicate is not None:
-            _check_inside(adds, predicate, snapshot.schema, snapshot.partition_columns)
+            _check_inside(adds, predicate, schema, partition_columns)
         if dynamic and adds:
-            keys = [physical_name(snapshot.schema.field(c)) for c in snapshot.partition_columns]
-            replaced = tx.read_files(_written_partitions(adds, snapshot.partition_columns, keys))
+            keys = [physical_name(schema.field(c)) for c in partition_columns]
+            replaced = tx.read_files(_written_partitions(adds, partition_columns, keys))
         tx.add(adds)
         if replaced is not None and replaced.num_rows:
             tx.remove(replaced)
@@ -415,12 +541,9 @@ def _stage_new_table(
     uri: str,
     frame_schema: StructType,
     *,
-    mode: str,
+    settings: WriteSettings,
     partition_by: Sequence[str],
-    replace_where: PredicateLike | None,
     options: dict[str, str],
-    app_id: str | None,
-    app_version: int | None,
     configuration: Mapping[str, str] | None,
 ) -> StagedWrite:
     """Stage the first commit of a new table: metadata, protocol and the DataFrame's files."""
@@ -433,19 +556,29 @@ def _stage_new_table(
     schema = StructType.from_json_string(metadata.schema_string or "")
     refuse_unenforced_constraints(schema, uri=uri)
     partition_columns = list(metadata.partition_columns)
-    predicate = _replace_predicate(df, replace_where, schema, partition_columns)
+    predicate = _replace_predicate(df, settings.replace_where, schema, partition_columns)
     written = [f.name for f in frame_schema.fields]
-    adds = _run_job(df, uri, schema, partition_columns, metadata.configuration, written, options)
-    staged = StagedWrite(storage, adds, app=app_id is not None)
+    adds = _run_job(
+        df,
+        uri,
+        schema,
+        partition_columns,
+        metadata.configuration,
+        written,
+        options,
+        max_records_per_file=settings.max_records_per_file,
+    )
+    staged = StagedWrite(storage, adds, app=settings.app_id is not None)
     try:
         if predicate is not None and not is_data_predicate(predicate, partition_columns):
             _check_inside(adds, predicate, schema, partition_columns)
         info = make_commit_info(
             operation="WRITE",
-            parameters=_parameters(mode, partition_by, replace_where, predicate),
+            parameters=_parameters(settings, partition_by, predicate),
             read_version=None,
-            is_blind_append=mode == "append",
+            is_blind_append=settings.mode != "overwrite",
             metrics=write_metrics(adds),
+            user_metadata=settings.user_metadata,
         )
         if ict.enabled(metadata):
             info = ict.stamp(info, now_ms())
@@ -455,8 +588,10 @@ def _stage_new_table(
             assigned, row_domain = row_tracking.assign(adds, 0, -1)
             first_adds = list(assigned)
         actions: list[Action] = [info, protocol, metadata]
-        if app_id is not None and app_version is not None:
-            actions.append(Txn(app_id=app_id, version=app_version, last_updated=now_ms()))
+        if settings.app_id is not None and settings.app_version is not None:
+            actions.append(
+                Txn(app_id=settings.app_id, version=settings.app_version, last_updated=now_ms())
+            )
         if row_domain is not None:
             actions.append(row_domain)
         actions.extend(first_adds)
@@ -485,53 +620,61 @@ def _replace_predicate(
 
 
 def _parameters(
-    mode: str,
+    settings: WriteSettings,
     partition_by: Sequence[str],
-    replace_where: PredicateLike | None,
     predicate: Predicate | None,
 ) -> dict[str, Any]:
     """``operationParameters`` of the WRITE, as delta-spark records them."""
     parameters: dict[str, Any] = {
-        "mode": "Overwrite" if mode == "overwrite" else "Append",
+        "mode": SAVE_MODE_NAMES[settings.mode],
         # The writer's partitionBy, "[]" when not given.
         "partitionBy": orjson.dumps(list(partition_by)).decode(),
     }
+    replace_where = settings.replace_where
     if predicate is not None:
         parameters["predicate"] = (
             replace_where if isinstance(replace_where, str) else str(predicate)
         )
+    if settings.overwrite_schema:
+        parameters["canOverwriteSchema"] = True
+    if settings.merge_schema:
+        parameters["canMergeSchema"] = True
     return parameters
 
 
-def _check_arguments(
-    mode: str,
-    replace_where: object,
-    partition_overwrite_mode: str | None,
-    app_id: str | None,
-    app_version: int | None,
-) -> None:
-    if mode not in ("append", "overwrite"):
-        raise InvalidInputError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+def _check_arguments(settings: WriteSettings) -> None:
+    """Refuse combinations of settings delta-spark refuses (before anything is read)."""
+    mode, replace_where = settings.mode, settings.replace_where
     if replace_where is not None and mode != "overwrite":
-        raise InvalidInputError("replace_where needs mode='overwrite'")
-    if partition_overwrite_mode not in (None, "static", "dynamic"):
-        raise InvalidInputError(
-            f"partition_overwrite_mode must be 'static' or 'dynamic', not "
-            f"{partition_overwrite_mode!r}"
+        raise InvalidOptionError("replaceWhere needs mode='overwrite'", option="replaceWhere")
+    if replace_where is not None and settings.partition_overwrite_mode == "dynamic":
+        raise InvalidOptionError(
+            "replaceWhere and partitionOverwriteMode=dynamic both say what to overwrite; give one",
+            option="replaceWhere",
         )
-    if replace_where is not None and partition_overwrite_mode == "dynamic":
-        raise InvalidInputError(
-            "replace_where and partition_overwrite_mode='dynamic' both say what to overwrite; "
-            "give one"
-        )
+    app_id, app_version = settings.app_id, settings.app_version
     if (app_id is None) != (app_version is None):
-        raise InvalidInputError("app_id and app_version go together")
+        raise InvalidInputError("app_id and app_version (txnAppId and txnVersion) go together")
     if app_id is not None and (not app_id or not isinstance(app_id, str)):
         raise InvalidInputError("app_id must be a non-empty string")
     if app_version is not None and (
         isinstance(app_version, bool) or not isinstance(app_version, int) or app_version < 0
     ):
         raise InvalidInputError(f"app_version must be a non-negative int, not {app_version!r}")
+
+
+def _with_session_defaults(df: DataFrame, settings: WriteSettings) -> WriteSettings:
+    """Fill what the options left open from the Spark session, as delta-spark does."""
+    conf = df.sparkSession.conf
+    changes: dict[str, Any] = {}
+    if settings.merge_schema is None:
+        auto = str(conf.get(AUTO_MERGE_CONF, "false") or "false").strip().lower()
+        changes["merge_schema"] = auto == "true"
+    if settings.user_metadata is None:
+        text = conf.get(USER_METADATA_CONF, None)
+        if text:
+            changes["user_metadata"] = str(text)
+    return dataclasses.replace(settings, **changes) if changes else settings
 
 
 def _session_overwrite_mode(df: DataFrame) -> str:
@@ -551,6 +694,8 @@ def _run_job(
     configuration: Mapping[str, str | None],
     written: list[str],
     options: dict[str, str],
+    *,
+    max_records_per_file: int | None = None,
 ) -> list[AddFile]:
     """Run the Spark job that writes the data files; the ``add`` actions for them.
 
@@ -559,7 +704,14 @@ def _run_job(
         SparkWriteError: The job failed otherwise.
     """
     plan = task_plan(
-        df.sparkSession, uri, schema, partition_columns, configuration, written, options
+        df.sparkSession,
+        uri,
+        schema,
+        partition_columns,
+        configuration,
+        written,
+        options,
+        max_records_per_file=max_records_per_file,
     )
     return run_tasks(df, lambda batches: write_task(plan, batches), uri, options)
 
@@ -572,8 +724,13 @@ def task_plan(
     configuration: Mapping[str, str | None],
     written: list[str],
     options: dict[str, str],
+    *,
+    max_records_per_file: int | None = None,
 ) -> TaskPlan:
     """The plan the write tasks get: codec and file limits from the session, table settings.
+
+    ``max_records_per_file`` (the ``maxRecordsPerFile`` option) overrides the session's
+    ``spark.sql.files.maxRecordsPerFile``; 0 or less means no limit.
 
     Raises:
         InvalidInputError: The session's Parquet codec is not one deltalog can write.
@@ -601,7 +758,12 @@ def task_plan(
         column_mapping=mode,
         num_indexed_cols=int(indexed) if indexed else DEFAULT_INDEXED_COLS,
         codec=codec,
-        max_records_per_file=int(conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0),
+        max_records_per_file=max(
+            0,
+            max_records_per_file
+            if max_records_per_file is not None
+            else int(conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0),
+        ),
         table_schema=schema.to_json_string(),
         spark_version=str(spark.version),
     )
