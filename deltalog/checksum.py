@@ -10,7 +10,10 @@ previous checksum has one.
 A checksum is derived from the previous version's checksum plus this commit's actions, so it
 costs O(actions) whatever the table's size; when there is none, from the snapshot the writer
 read if that snapshot's files are in memory already (and no other commit landed in between);
-otherwise no checksum is written. It is created only if absent, and any failure is logged:
+otherwise no checksum is written. The checksums this process wrote last are remembered (a
+checksum file is never overwritten, so a remembered one stays what the file holds), so a
+writer committing repeatedly does not read back its own previous checksum. A checksum is
+created only if absent, and any failure is logged:
 a checksum never fails the commit it describes. Fields deltalog cannot keep exact cheaply
 (``setTransactions``, ``domainMetadata``, ``allFiles``, deleted-record counts) are left out,
 which readers treat as unknown.
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import bisect
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +39,7 @@ from deltalog.storage import TableStorage
 _log = logging.getLogger(__name__)
 
 _HISTOGRAM_KEYS = ("fileSizeHistogram", "histogramOpt")
+_REMEMBERED = 64  # checksums this process wrote, by (log directory, version)
 
 
 def checksum_name(version: int) -> str:
@@ -64,18 +70,12 @@ class VersionChecksum:
     raw: dict[str, Any]
 
     @classmethod
-    def parse(cls, data: bytes) -> VersionChecksum:
-        """Parse a ``.crc`` file.
+    def from_body(cls, raw: dict[str, Any]) -> VersionChecksum:
+        """The checksum a JSON object describes.
 
         Raises:
-            ValueError: Not JSON, or required fields are missing or of the wrong type.
+            ValueError: Required fields are missing or of the wrong type.
         """
-        try:
-            raw = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"not JSON: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise ValueError("not a JSON object")
         size, files = raw.get("tableSizeBytes"), raw.get("numFiles")
         metadata, protocol = raw.get("metadata"), raw.get("protocol")
         if not isinstance(size, int) or not isinstance(files, int):
@@ -93,6 +93,42 @@ class VersionChecksum:
             histogram=histogram,
             raw=raw,
         )
+
+    @classmethod
+    def parse(cls, data: bytes) -> VersionChecksum:
+        """Parse a ``.crc`` file.
+
+        Raises:
+            ValueError: Not JSON, or required fields are missing or of the wrong type.
+        """
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"not JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ValueError("not a JSON object")
+        return cls.from_body(raw)
+
+
+class _Remembered:
+    """The last checksums this process wrote, by (log directory, version); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, int], VersionChecksum] = OrderedDict()
+
+    def get(self, storage: TableStorage, version: int) -> VersionChecksum | None:
+        with self._lock:
+            return self._items.get((storage.log_path, version))
+
+    def put(self, storage: TableStorage, version: int, checksum: VersionChecksum) -> None:
+        with self._lock:
+            self._items[(storage.log_path, version)] = checksum
+            while len(self._items) > _REMEMBERED:
+                self._items.popitem(last=False)
+
+
+_remembered = _Remembered()
 
 
 def read_checksum(storage: TableStorage, version: int) -> VersionChecksum | None:
@@ -187,11 +223,11 @@ def next_checksum(
 def write_checksum(storage: TableStorage, version: int, body: dict[str, Any]) -> bool:
     """Create ``<version>.crc`` unless it exists; ``False`` when it did."""
     try:
-        storage.store.write(
-            storage.log_file(checksum_name(version)), orjson.dumps(body), overwrite=False
-        )
+        # A hint (readers ignore a missing or unreadable one), so it need not be durable.
+        storage.store.create_hint(storage.log_file(checksum_name(version)), orjson.dumps(body))
     except FileAlreadyExistsError:
         return False
+    _remembered.put(storage, version, VersionChecksum.from_body(body))
     return True
 
 
@@ -215,7 +251,11 @@ def write_checksum_after(
         winners: Commits that landed between ``read_snapshot`` and ``version``.
     """
     try:
-        base = read_checksum(storage, version - 1) if version > 0 else None
+        base = None
+        if version > 0:
+            base = _remembered.get(storage, version - 1)
+            if base is None or base.metadata.get("id") != read_snapshot.metadata.id:
+                base = read_checksum(storage, version - 1)  # (a table recreated at the path)
         snapshot = read_snapshot if not winners and read_snapshot.version == version - 1 else None
         body = next_checksum(base, snapshot, actions, info)
         if body is not None:

@@ -78,6 +78,20 @@ class LogStore(ABC):
             LogStoreError: Any other storage failure.
         """
 
+    def create_hint(self, path: str, data: bytes) -> None:
+        """Create a file that only speeds readers up, such as a version checksum.
+
+        Like :meth:`write` without ``overwrite`` (an atomic create-if-absent: readers see the
+        whole content or no file), except that it need not be durable: after a crash the file
+        may be missing or unreadable, and readers must then ignore it. The default is
+        :meth:`write`; the local store skips its ``fsync`` calls.
+
+        Raises:
+            FileAlreadyExistsError: The file exists.
+            LogStoreError: Any other storage failure.
+        """
+        self.write(path, data, overwrite=False)
+
     @abstractmethod
     def list_from(self, path: str) -> Iterator[FileStatus]:
         """List the directory of ``path`` from ``path``'s name onwards, sorted by name.

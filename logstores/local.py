@@ -70,12 +70,18 @@ class LocalLogStore(LogStore):
             return fh.read()
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:  # noqa: D102
+        self._write(path, data, overwrite=overwrite, fsync=self._fsync)
+
+    def create_hint(self, path: str, data: bytes) -> None:  # noqa: D102
+        self._write(path, data, overwrite=False, fsync=False)
+
+    def _write(self, path: str, data: bytes, *, overwrite: bool, fsync: bool) -> None:
         directory = os.path.dirname(path)
         with _mapped(path):
             os.makedirs(directory, exist_ok=True)
             tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
-                self._write_temp(tmp, data)
+                self._write_temp(tmp, data, fsync=fsync)
                 if overwrite:
                     os.replace(tmp, path)
                 else:
@@ -86,17 +92,17 @@ class LocalLogStore(LogStore):
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-            if self._fsync:
+            if fsync:
                 _fsync_dir(directory)
 
-    def _write_temp(self, tmp: str, data: bytes) -> None:
+    def _write_temp(self, tmp: str, data: bytes, *, fsync: bool) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            if self._fsync:
+            if fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)

@@ -174,7 +174,7 @@ def install_local_hooks(crash: CrashPoint) -> None:
     original_write_temp = LocalLogStore._write_temp
     original_write = LocalLogStore.write
 
-    def write_temp(self: LocalLogStore, tmp: str, data: bytes) -> None:
+    def write_temp(self: LocalLogStore, tmp: str, data: bytes, *, fsync: bool) -> None:
         m = _LOCAL_TEMP.fullmatch(os.path.basename(tmp))
         in_log = os.path.basename(os.path.dirname(tmp)) == "_delta_log"
         kind = log_file_kind(m.group("name")) if m and in_log else None
@@ -186,7 +186,7 @@ def install_local_hooks(crash: CrashPoint) -> None:
             while half:
                 half = half[os.write(fd, half) :]
             freeze(mid_step, f"{tmp} {len(data) // 2} {len(data)}")
-        original_write_temp(self, tmp, data)
+        original_write_temp(self, tmp, data, fsync=fsync)
         if kind == "commit":
             crash.reached("after_temp_file", f"{tmp} {len(data)}")
 

@@ -79,6 +79,21 @@ def test_create_if_absent_refuses_an_existing_file(log_store: StoreUnderTest) ->
     assert store.read(path) == b"first"
 
 
+def test_create_hint_creates_once_and_never_replaces(log_store: StoreUnderTest) -> None:
+    store = log_store.store
+    path = log_store.path("_delta_log", "00000000000000000000.crc")
+    store.create_hint(path, b'{"numFiles":1}')
+    assert store.read(path) == b'{"numFiles":1}'
+    with pytest.raises(FileAlreadyExistsError):
+        store.create_hint(path, b'{"numFiles":2}')
+    with pytest.raises(FileAlreadyExistsError):
+        store.write(path, b"other")
+    assert store.read(path) == b'{"numFiles":1}'
+    assert [s.name for s in store.list_from(log_store.path("_delta_log", ""))] == [
+        "00000000000000000000.crc"
+    ]  # no temp file left behind
+
+
 def test_overwrite_replaces_and_creates(log_store: StoreUnderTest) -> None:
     store = log_store.store
     path = log_store.path("_delta_log", "_last_checkpoint")
