@@ -242,67 +242,36 @@ class FileActionLog:
         remove_keys_arr = (
             arrow_keys(removes, prefix) if removes.num_rows else pa.array([], pa.string())
         )
-        keep_adds, keep_removes, touched = _last_per_key(self.order, add_keys_arr, remove_keys_arr)
+        add_keys = add_keys_arr.to_pylist()
+        remove_keys = remove_keys_arr.to_pylist()
+        # Walk the log order once; the last action per key wins.
+        winner: dict[str, int] = {}
+        ia = ir = 0
+        for is_add in self.order:
+            if is_add:
+                winner[add_keys[ia]] = ia
+                ia += 1
+            else:
+                winner[remove_keys[ir]] = -1 - ir
+                ir += 1
+        keep_adds = sorted(i for i in winner.values() if i >= 0)
+        keep_removes = sorted(-1 - i for i in winner.values() if i < 0)
+        touched = pa.array(list(winner), pa.string())
         files, file_keys = _without(*base_files.with_keys(prefix), touched)
         tombstones, tomb_keys = _without(*base_tombstones.with_keys(prefix), touched)
         if len(keep_adds) == adds.num_rows:
             new_files, new_file_keys = adds, add_keys_arr
         else:
-            new_files, new_file_keys = adds.take(keep_adds), add_keys_arr.take(keep_adds)
+            take = pa.array(keep_adds, pa.int64())
+            new_files, new_file_keys = adds.take(take), add_keys_arr.take(take)
         if "_cp_row" in files.column_names and new_files.num_rows:
             new_files = new_files.append_column("_cp_row", pa.nulls(new_files.num_rows, pa.int64()))
-        new_tombs = removes.take(keep_removes)
-        new_tomb_keys = remove_keys_arr.take(keep_removes)
+        take = pa.array(keep_removes, pa.int64())
+        new_tombs, new_tomb_keys = removes.take(take), remove_keys_arr.take(take)
         return (
             Keyed(_append(files, new_files), _append_keys(file_keys, new_file_keys)),
             Keyed(_append(tombstones, new_tombs), _append_keys(tomb_keys, new_tomb_keys)),
         )
-
-
-def _flat(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
-    flat = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    return flat.cast(pa.string()) if flat.type != pa.string() else flat
-
-
-def _last_per_key(
-    order: Sequence[bool],
-    add_keys: pa.Array | pa.ChunkedArray,
-    remove_keys: pa.Array | pa.ChunkedArray,
-) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """Which actions survive when the last action per key wins, without a Python loop.
-
-    Args:
-        order: One flag per action in log order, ``True`` for an add.
-        add_keys: The adds' keys, in log order.
-        remove_keys: The removes' keys, in log order.
-
-    Returns:
-        The indices of the surviving adds and of the surviving removes (ascending, so log
-        order is kept), and every key the actions touch.
-    """
-    adds, removes = _flat(add_keys), _flat(remove_keys)
-    if not len(removes) and pc.count_distinct(adds).as_py() == len(adds):
-        return pa.array(range(len(adds)), pa.int64()), pa.array([], pa.int64()), adds
-    flags = pa.array(order, pa.bool_())
-    positions = pa.concat_arrays(
-        [
-            pc.indices_nonzero(flags).cast(pa.int64()),
-            pc.indices_nonzero(pc.invert(flags)).cast(pa.int64()),
-        ]
-    )
-    keys = pa.concat_arrays([adds, removes])
-    last = pa.table({"key": keys, "at": positions}).group_by("key").aggregate([("at", "max")])
-    at = last.column("at_max").combine_chunks()
-    is_add = flags.take(at)
-    adds_before = pc.cumulative_sum(flags.cast(pa.int64())).take(at)  # adds at or before `at`
-    keep_adds = pc.subtract(pc.filter(adds_before, is_add), 1)
-    not_add = pc.invert(is_add)
-    keep_removes = pc.subtract(pc.filter(at, not_add), pc.filter(adds_before, not_add))
-    return (
-        keep_adds.take(pc.sort_indices(keep_adds)),
-        keep_removes.take(pc.sort_indices(keep_removes)),
-        last.column("key").combine_chunks(),
-    )
 
 
 class PendingFiles:
