@@ -747,7 +747,11 @@ def test_delta_spark_history_shows_deltalog_commits(delta_spark: Any, tmp_path: 
 
     # No CREATE TABLE commit: like delta-spark's first write, version 0 is the WRITE.
     assert reported[0]["operation"] == "WRITE"
-    assert reported[0]["operationParameters"] == {"mode": "Append", "partitionBy": '["p"]'}
+    # The first write used the default mode, as df.write.save(path) does: ErrorIfExists.
+    assert reported[0]["operationParameters"] == {
+        "mode": "ErrorIfExists",
+        "partitionBy": '["p"]',
+    }
     assert reported[0]["readVersion"] is None
     assert reported[0]["isBlindAppend"] is True
     assert reported[0]["operationMetrics"]["numFiles"] == str(first.files_added)

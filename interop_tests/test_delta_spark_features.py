@@ -290,7 +290,9 @@ def test_deltalog_commits_on_an_ict_and_row_tracking_table(
     data = pa.table({"id": pa.array([10, 11], pa.int64()), "v": pa.array(["x", "y"])})
     pq.write_table(data, os.path.join(root, "deltalog-append.parquet"))
     table.append_files(["deltalog-append.parquet"])
-    deltalog.spark.write(spark.createDataFrame([(20, "z")], "id long, v string"), root)
+    deltalog.spark.write(
+        spark.createDataFrame([(20, "z")], "id long, v string"), root, mode="append"
+    )
     table.update()
     files = table.files()
     one_row = next(  # the file delta-spark wrote for id 4

@@ -82,7 +82,7 @@ def test_deltalog_writes_column_mapped_table(delta_spark: Any, tmp_path: Path, m
         [(3, "c", (30,), "d1"), (4, None, None, "d3")],
         "id long, w string, s struct<a:int>, day string",
     )
-    written = deltalog.spark.write(frame, root)
+    written = deltalog.spark.write(frame, root, mode="append")
     assert written.version == start + 1
     # append_files of a file that already holds the physical names (and ids in id mode).
     nested = pa.array([{"a": 50}], pa.struct([("a", pa.int32())]))
@@ -137,7 +137,9 @@ def test_deltalog_writes_clustered_table(delta_spark: Any, tmp_path: Path) -> No
     domain = table.snapshot.domains["delta.clustering"]
     assert orjson.loads(domain.configuration)["clusteringColumns"] == [["id"]]
 
-    written = deltalog.spark.write(spark.createDataFrame([(3, "c")], "id long, v string"), root)
+    written = deltalog.spark.write(
+        spark.createDataFrame([(3, "c")], "id long, v string"), root, mode="append"
+    )
     assert written.version == start + 1
     rel = write_parquet(root, "deltalog-append.parquet", pa.table({"id": [4], "v": ["d"]}))
     table = DeltaTable(root)
@@ -151,7 +153,10 @@ def test_deltalog_writes_clustered_table(delta_spark: Any, tmp_path: Path) -> No
     # Nothing a clustered table forbids: partitioning it, dropping its clustering column.
     with pytest.raises(InvalidInputError):
         deltalog.spark.write(
-            spark.createDataFrame([(5, "e")], "id long, v string"), root, partition_by=["v"]
+            spark.createDataFrame([(5, "e")], "id long, v string"),
+            root,
+            mode="append",
+            partition_by=["v"],
         )
     with pytest.raises(ClusteringChangeError), DeltaTable(root).transaction() as bad:
         bad.update_metadata(partition_by=["v"])

@@ -53,7 +53,9 @@ def test_deltalog_v2_checkpoints_are_read_by_delta_spark_and_delta_rs(
 
     # Version 3 (a Spark write) is due for a checkpoint: deltalog writes a V2 one.
     assert (
-        deltalog.spark.write(spark.createDataFrame([(4, "d")], "id long, v string"), root).version
+        deltalog.spark.write(
+            spark.createDataFrame([(4, "d")], "id long, v string"), root, mode="append"
+        ).version
         == 3
     )
     rel = write_parquet(root, "deltalog-append.parquet", pa.table({"id": [5], "v": ["e"]}))

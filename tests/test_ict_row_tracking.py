@@ -292,7 +292,7 @@ def test_spark_write_creating_a_table_stamps_and_assigns_the_first_commit(
     root = tmp_path / "t"
     frame = spark.createDataFrame([(1,), (2,), (3,)], "x long")
     deltalog.spark.write(frame, str(root), configuration={**ICT, **ROWS})
-    deltalog.spark.write(frame, str(root))
+    deltalog.spark.write(frame, str(root), mode="append")
     commits = _commits(root)
     icts = [c[0]["commitInfo"]["inCommitTimestamp"] for c in commits]
     assert len(icts) == 2 and icts[1] > icts[0]

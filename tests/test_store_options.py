@@ -176,7 +176,10 @@ def test_no_commit_protocol_writes_nothing(
     assert _keys_in(moto_server, moto_bucket) == []
     # The same options with a protocol do write: the bucket check above can see a write.
     DeltaTable.create(uri, SCHEMA, storage_options={**options, **CONDITIONAL})
-    assert _keys_in(moto_server, moto_bucket) == ["table/_delta_log/00000000000000000000.json"]
+    assert _keys_in(moto_server, moto_bucket) == [
+        "table/_delta_log/00000000000000000000.crc",  # the version checksum, after the commit
+        "table/_delta_log/00000000000000000000.json",
+    ]
 
 
 @pytest.mark.parametrize(
