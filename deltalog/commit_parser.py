@@ -16,7 +16,6 @@ not know with values of any depth): the fast path only accepts what it fully che
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +40,7 @@ from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
 _ADD = b'{"add":{'
 _REMOVE = b'{"remove":{'
 _COMMIT_INFO = b'{"commitInfo":'
+_NL = ord("\n")
 _WHITESPACE = b" \t\r\n"  # JSON's insignificant whitespace
 _HEAD = 32  # bytes of a line enough to name its action, whatever the spacing
 _BLOCK = 16 << 20
@@ -184,18 +184,37 @@ def _string_struct(t: pa.DataType) -> bool:
 def _read(
     lines: list[bytes], action: str, partition_columns: Sequence[str]
 ) -> pa.StructArray | None:
-    schema = _json_schema(action, partition_columns)
-    data = b"\n".join(lines)
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None  # pyarrow keeps invalid UTF-8 in its strings
+    table = _read_rows(b"\n".join(lines), len(lines), {action: partition_columns})
+    if table is None:
+        return None
+    try:
+        column = table.column(action).combine_chunks()
+    except pa.ArrowException:
+        return None
+    if column.null_count:
+        return None
+    return _checked(column, partition_columns)
+
+
+def _read_rows(
+    data: bytes | memoryview, rows: int | None, actions: dict[str, Sequence[str]]
+) -> pa.Table | None:
+    """Read lines of ``actions`` (partition keys in log order) into one table.
+
+    ``None`` when the JSON reader cannot be trusted with them: invalid UTF-8 (checked here
+    for ``bytes``; a ``memoryview`` must have been checked by the caller), a row count other
+    than ``rows`` (when given) or a top-level key that differs, fields it inferred that the
+    schema does not name.
+    """
+    schema = pa.schema([_json_schema(a, keys).field(0) for a, keys in actions.items()])
+    if isinstance(data, bytes) and not _valid_utf8(data):
+        return None  # pyarrow keeps invalid UTF-8 in its strings
+    size = len(data) if isinstance(data, bytes) else data.nbytes
     # One block holds everything; small inputs get a small block (allocating 16 MB is not free).
-    block = min(_BLOCK, max(1 << 16, 1 << (len(data) + 1).bit_length()))
+    block = min(_BLOCK, max(1 << 16, 1 << (size + 1).bit_length()))
     try:
         table = pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(pa.py_buffer(data)),
             read_options=pj.ReadOptions(block_size=block),
             parse_options=pj.ParseOptions(
                 explicit_schema=schema, unexpected_field_behavior="infer"
@@ -203,23 +222,33 @@ def _read(
         )
     except (pa.ArrowException, ValueError):
         return None
-    if table.num_rows != len(lines) or table.column_names != [action]:
+    if (rows is not None and table.num_rows != rows) or table.column_names != list(actions):
         return None
     # Only the schema's fields, and tags (inferred: read again from the lines), may be there.
     # Fields pyarrow infers are not even touched: its inference can build invalid arrays.
-    inferred = table.schema.field(action).type
-    expected = schema.field(action).type
-    tags = inferred.get_field_index("tags")
-    if _unknown_fields(inferred, pa.struct([*expected, pa.field("tags", pa.null())])) or (
-        tags >= 0 and not _string_struct(inferred.field(tags).type)
-    ):
-        return None  # the exact parser keeps unknown fields, and checks them its own way
+    for action in actions:
+        inferred = table.schema.field(action).type
+        expected = schema.field(action).type
+        tags = inferred.get_field_index("tags")
+        if _unknown_fields(inferred, pa.struct([*expected, pa.field("tags", pa.null())])) or (
+            tags >= 0 and not _string_struct(inferred.field(tags).type)
+        ):
+            return None  # the exact parser keeps unknown fields, and checks them its own way
+    return table
+
+
+def _valid_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
     try:
-        column = table.column(action).combine_chunks()
-    except pa.ArrowException:
-        return None
-    if column.null_count:
-        return None
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _checked(column: pa.StructArray, partition_columns: Sequence[str]) -> pa.StructArray | None:
+    """``column`` (file actions, no null rows) when it holds nothing the exact parser refuses."""
     dv = column.field("deletionVector")
     if dv.null_count < len(dv) and any(
         pc.any(pc.and_(dv.is_valid(), dv.field(name).is_null())).as_py()
@@ -254,10 +283,167 @@ def parse_commits(
         partition_columns: Partition columns in force before these commits, or ``None`` when
             no metadata precedes them.
     """
+    listed = list(commits)
     try:
-        return _parse_commits(commits, partition_columns)
+        compact = _parse_compact(listed, partition_columns)
+        if compact is not None:
+            return compact
+        return _parse_commits(listed, partition_columns)
     except (_Fallback, orjson.JSONDecodeError, MalformedCommitError):
         return None
+
+
+def _file_span(data: bytes) -> tuple[int, int] | None:
+    """Where a commit's file actions are, when they form one block of lines.
+
+    Returns ``(start, end)`` of the block, from the first compact ``add``/``remove`` line to
+    the end of the last one (``(0, 0)`` without file actions), or ``None`` when the commit has
+    another shape (a file action inside another line, or one outside the block). Lines inside
+    the block are not looked at here: the JSON reader refuses any that is not a file action.
+    JSON strings cannot hold a raw newline, so every newline in a commit ends a line.
+    """
+    first_add = data.find(_ADD)
+    first_remove = data.find(_REMOVE, 0, len(data) if first_add < 0 else first_add)
+    found = [i for i in (first_add, first_remove) if i >= 0]
+    if not found:
+        return (0, 0) if data.find(b'"add"') < 0 and data.find(b'"remove"') < 0 else None
+    start = min(found)
+    if start and data[start - 1] != _NL:
+        return None  # inside another action: the general path decides
+    last = max(data.rfind(b"\n" + _ADD, start), start - 1) + 1  # the last add line (or start)
+    last = max(data.rfind(b"\n" + _REMOVE, last), last - 1) + 1  # a remove after it
+    end = data.find(b"\n", last)
+    end = len(data) if end < 0 else end
+    outside = data[:start] + data[end:]
+    if outside.find(b'"add"') >= 0 or outside.find(b'"remove"') >= 0:
+        return None  # maybe a spaced file action outside the block: the general path decides
+    return start, end
+
+
+def _parse_compact(
+    commits: list[tuple[int, bytes]], partition_columns: Sequence[str] | None
+) -> ParsedCommits | None:
+    """The commits parsed with one JSON read for all their file actions, in log order.
+
+    Applies to commits whose file actions are compact lines in one block each (what
+    delta-spark, delta-rs and deltalog write): the blocks go to the JSON reader as they are,
+    without a Python object per line. ``None`` when a commit has another shape.
+    """
+    spans = []
+    for _, data in commits:
+        span = _file_span(data)
+        if span is None:
+            return None
+        spans.append(span)
+    out = ParsedCommits()
+    layouts = set() if partition_columns is None else {tuple(partition_columns)}
+    blocks: list[memoryview] = []
+    for (version, data), (start, end) in zip(commits, spans, strict=True):
+        out.last_commit_info = None
+        for line in (*data[:start].split(b"\n"), *data[end:].split(b"\n")):
+            if not line.strip():
+                continue
+            action = parse_line(line)
+            if isinstance(action, CommitInfo):
+                if not line.startswith(_COMMIT_INFO):
+                    return None
+                out.last_commit_info = action
+            elif isinstance(action, AddFile | RemoveFile):
+                return None
+            else:
+                out.other.append((version, action))
+                if isinstance(action, Metadata):
+                    layouts.add(tuple(action.partition_columns))
+        if end > start:
+            if not _valid_utf8(data):
+                return None  # the exact parser says where
+            blocks.append(memoryview(data)[start:end])
+    if len(layouts) > 1:
+        return None  # partitioning changed within these commits: keys differ by version
+    columns = list(layouts.pop()) if layouts else []
+    if not blocks:
+        return out
+    first_add = _first_line(commits, spans, _ADD)
+    add_keys = _key_order(first_add, "add", columns) if first_add is not None else columns
+    if add_keys is None:
+        return None
+    # Remove lines are looked for only once the reader has shown there are some.
+    remove_keys = columns
+    text = blocks[0] if len(blocks) == 1 else memoryview(b"\n".join(blocks))
+    del blocks
+    table = _read_rows(text, None, {"add": add_keys, "remove": remove_keys})
+    if table is None:
+        return None
+    rows = table.num_rows
+    try:
+        add_column = table.column("add").combine_chunks()
+        remove_column = table.column("remove").combine_chunks()
+    except pa.ArrowException:
+        return None
+    is_add = add_column.is_valid()
+    if not pc.all(pc.xor(is_add, remove_column.is_valid())).as_py():
+        return None  # a line with both or neither (the exact parser says what is wrong)
+    only_adds = remove_column.null_count == rows
+    out.order = [True] * rows if only_adds else is_add.to_pylist()
+    first_remove = None
+    if not only_adds:
+        first_remove = _first_line(commits, spans, _REMOVE)
+        if first_remove is None or _key_order(first_remove, "remove", columns) != remove_keys:
+            return None  # partition keys in another order: the general path reads them
+    if first_add is not None:
+        adds = _checked(add_column if only_adds else add_column.filter(is_add), add_keys)
+        if adds is None or any(adds.field(name).null_count for name in _REQUIRED_ADD):
+            return None
+        tags = None
+        if _has_tags(adds):
+            lines = _lines_of(bytes(text), _ADD)
+            tags = _tags(lines, adds, "add", FILES_SCHEMA.field("tags").type)
+        out.adds = _conform(adds, FILES_SCHEMA, tags)
+    if first_remove is not None:
+        removes_column = _checked(remove_column.filter(pc.invert(is_add)), remove_keys)
+        if removes_column is None or removes_column.field("path").null_count:
+            return None
+        if _has_tags(removes_column):  # checked, not kept
+            target = FILES_SCHEMA.field("tags").type
+            _tags(_lines_of(bytes(text), _REMOVE), removes_column, "remove", target)
+        removes = _conform(removes_column, TOMBSTONES_SCHEMA, None)
+        i = TOMBSTONES_SCHEMA.get_field_index("data_change")
+        data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
+        out.removes = removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
+    return out
+
+
+def _has_tags(column: pa.StructArray) -> bool:
+    """Whether some line has ``tags`` that are not ``null`` (known from the inferred type)."""
+    i = column.type.get_field_index("tags")
+    return i >= 0 and not pa.types.is_null(column.type.field(i).type)
+
+
+def _first_line(
+    commits: list[tuple[int, bytes]], spans: list[tuple[int, int]], prefix: bytes
+) -> bytes | None:
+    """The first line of the commits' file-action blocks that starts with ``prefix``."""
+    for (_, data), (start, end) in zip(commits, spans, strict=True):
+        if end > start and (line := _line_at(data, start, end, prefix)) is not None:
+            return line
+    return None
+
+
+def _line_at(data: bytes, start: int, end: int, prefix: bytes) -> bytes | None:
+    """The first line of ``data[start:end]`` (whole lines) that starts with ``prefix``."""
+    if data.startswith(prefix, start):
+        at = start
+    else:
+        at = data.find(b"\n" + prefix, start, end) + 1
+        if not at:
+            return None
+    stop = data.find(b"\n", at, end)
+    return data[at : end if stop < 0 else stop]
+
+
+def _lines_of(text: bytes, prefix: bytes) -> list[bytes]:
+    """The lines of ``text`` that start with ``prefix`` (only when tags must be read)."""
+    return [line for line in text.split(b"\n") if line.startswith(prefix)]
 
 
 def _parse_commits(
