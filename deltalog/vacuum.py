@@ -335,8 +335,8 @@ def _delete(storage: TableStorage, locations: list[str], progress: Progress | No
 def _remove_empty_directories(root: str, locations: list[str]) -> None:
     """On a filesystem, remove the directories the deletes left empty (never the root)."""
     directories: set[str] = set()
-    for location in locations:
-        directory = os.path.dirname(location)
+    for location in {location.rpartition("/")[0] for location in locations}:
+        directory = location
         while directory.startswith(root + "/") and directory not in directories:
             directories.add(directory)
             directory = os.path.dirname(directory)

@@ -157,18 +157,20 @@ def full_candidates(paths: TablePaths, needed: set[str], delete_before_ms: int) 
     storage = paths.storage
     hidden_dirs: dict[str, bool] = {}
     visible_dirs: list[str] = []  # one entry per visible file: list.append is thread-safe
+    root, skip = paths.root, len(paths.root)
+    seen = visible_dirs.append
 
-    def keep(location: str) -> bool:
-        relative = paths.inside(location)
-        if relative is None:
+    def keep(location: str) -> bool:  # called once per file under the root: kept lean
+        if not location.startswith(root):
             return False
-        directory, _, name = relative.rpartition("/")
+        directory, _, name = location.rpartition("/")
         hidden = hidden_dirs.get(directory)
         if hidden is None:
-            hidden = hidden_dirs[directory] = bool(directory) and paths.hidden(directory)
+            relative = directory[skip:]
+            hidden = hidden_dirs[directory] = bool(relative) and paths.hidden(relative)
         if hidden or (name[:1] in ("_", ".") and paths.hidden(name)):
             return False
-        visible_dirs.append(directory)
+        seen(directory)
         return location not in needed
 
     try:
@@ -177,7 +179,7 @@ def full_candidates(paths: TablePaths, needed: set[str], delete_before_ms: int) 
     except LogFileNotFoundError:
         tree = []
     out = [Candidate(s.path, s.size) for s in tree if s.modification_time < delete_before_ms]
-    directories = {d for d in set(visible_dirs) if d}
+    directories = {d[len(root) :] for d in set(visible_dirs) if len(d) >= len(root)}
     return Listing(out, _with_ancestors(directories) + 1, len(visible_dirs))
 
 

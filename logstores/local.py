@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -130,25 +131,24 @@ class LocalLogStore(LogStore):
             if not os.path.isdir(path):
                 raise FileNotFoundError(errno.ENOENT, "no such directory", path)
             level = [path]
-            with ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-list") as pool:
-                while level:  # one directory level at a time, its directories in parallel
-                    scanned = list(pool.map(_scan_dir, level))
-                    level = [d for _, dirs in scanned for d in dirs]
-                    for files, _ in scanned:
-                        names += files
-                if not names:
-                    raise LogFileNotFoundError(f"not found: no files under {path}")
-                kept = sorted(name for name in names if keep(name))
-                chunks = [kept[i::_IO_THREADS] for i in range(_IO_THREADS)]
-                found = [s for part in pool.map(_stat_all, chunks) for s in part]
+            pool = _io_pool()
+            while level:  # one directory level at a time, its directories in parallel
+                scanned = list(pool.map(_scan_dir, level))
+                level = [d for _, dirs in scanned for d in dirs]
+                for files, _ in scanned:
+                    names += files
+            if not names:
+                raise LogFileNotFoundError(f"not found: no files under {path}")
+            kept = sorted(name for name in names if keep(name))
+            chunks = [kept[i::_IO_THREADS] for i in range(_IO_THREADS)]
+            found = [s for part in pool.map(_stat_all, chunks) for s in part]
         found.sort(key=lambda s: s.path)
         yield from found
 
     def delete_many(self, paths: Sequence[str]) -> None:
         """Unlink on a few threads (the calls release the GIL); missing files are fine."""
         chunks = [list(paths[i::_IO_THREADS]) for i in range(_IO_THREADS)]
-        with ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-delete") as pool:
-            failures = [e for e in pool.map(self._unlink_all, chunks) if e is not None]
+        failures = [e for e in _io_pool().map(self._unlink_all, chunks) if e is not None]
         if failures:
             raise failures[0]
 
@@ -156,9 +156,14 @@ class LocalLogStore(LogStore):
         first: LogStoreError | None = None
         for path in paths:
             try:
-                self.delete(path)
-            except LogStoreError as exc:
-                first = first or exc
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                try:
+                    self.delete(path)  # maps the error to the store's tree
+                except LogStoreError as exc:
+                    first = first or exc
         return first
 
     def delete(self, path: str) -> None:  # noqa: D102
@@ -186,6 +191,19 @@ def _fsync_dir(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _io_pool() -> ThreadPoolExecutor:
+    """The threads for listing and deleting, shared by every local store of the process."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-io")
+        return _pool
 
 
 def _keep_all(path: str) -> bool:
