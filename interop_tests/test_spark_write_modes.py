@@ -19,20 +19,13 @@ import deltalake
 import orjson
 import pytest
 from sparkutil import delta_spark_version
+from tableutil import parquet_on_disk
 from test_delta_spark import spark_history
 
 from deltalog import DeltaTable, MetadataChangedError, TableAlreadyExistsError
 from deltalog.spark import stage, write
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-
-
-def _data_files(root: str) -> set[str]:
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "_delta_log"]
-        out.update(os.path.join(dirpath, f) for f in filenames if f.endswith(".parquet"))
-    return out
 
 
 def _commit(root: str, version: int) -> list[dict[str, Any]]:
@@ -85,12 +78,12 @@ def test_modes_options_and_schema_evolution_read_by_delta_spark_and_delta_rs(
     expected[0] = [_row(1, "x"), _row(2, "y")]
 
     # "error" and "ignore" on the existing table write nothing at all.
-    files, log = _data_files(root), sorted(os.listdir(Path(root) / "_delta_log"))
+    files, log = parquet_on_disk(root), sorted(os.listdir(Path(root) / "_delta_log"))
     with pytest.raises(TableAlreadyExistsError):
         write(first, root)
     ignored = write(first, root, mode="ignore")
     assert (ignored.ignored, ignored.version, ignored.files_added) == (True, 0, 0)
-    assert _data_files(root) == files
+    assert parquet_on_disk(root) == files
     assert sorted(os.listdir(Path(root) / "_delta_log")) == log
 
     # v1: mergeSchema (any case) adds a nested field and a column in the data's commit;

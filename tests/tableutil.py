@@ -19,6 +19,15 @@ def write_parquet(root: str | Path, relative: str, table: pa.Table) -> str:
     return relative
 
 
+def parquet_on_disk(root: str | Path) -> set[str]:
+    """Every Parquet data file under a table directory (``_delta_log`` left out)."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "_delta_log"]
+        out.update(os.path.join(dirpath, f) for f in filenames if f.endswith(".parquet"))
+    return out
+
+
 def log_names(root: str | Path) -> list[str]:
     """Sorted names in ``_delta_log`` (hidden temp files included, ``.crc`` checksums not)."""
     return sorted(n for n in os.listdir(Path(root) / "_delta_log") if not n.endswith(".crc"))

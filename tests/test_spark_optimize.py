@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from servers.fixtures import CloudTable
-from tableutil import log_names, write_commit, write_parquet
+from tableutil import log_names, parquet_on_disk, write_commit, write_parquet
 
 from deltalog import (
     ConcurrentDeleteReadError,
@@ -89,14 +89,6 @@ def _small_table(root: Path, partitions: dict[str, int], rows_per_file: int = 5)
             paths.append(write_parquet(root, f"p={p}/part-{i:05d}.parquet", rows))
     DeltaTable(uri).append_files(paths)
     return uri
-
-
-def _data_files(root: Path) -> set[str]:
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "_delta_log"]
-        out.update(os.path.join(dirpath, f) for f in filenames if f.endswith(".parquet"))
-    return out
 
 
 # --------------------------------------------------------------------------- acceptance
@@ -234,7 +226,7 @@ def test_racing_delete_of_a_rewritten_file_fails_and_writes_nothing(
     staged = stage_optimize(spark, uri, where="p = 'b'")
     victim = staged.removed_paths[0]
     new_files = {str(root / unquote(p)) for p in staged.added_paths}
-    assert new_files <= _data_files(root)
+    assert new_files <= parquet_on_disk(root)
     with DeltaTable(uri).transaction("DELETE") as tx:
         tx.remove(victim)
     head = tx.version
@@ -243,7 +235,7 @@ def test_racing_delete_of_a_rewritten_file_fails_and_writes_nothing(
     assert info.value.path == victim
     assert DeltaTable(uri).version() == head
     assert not (Path(uri) / "_delta_log" / f"{head + 1:020d}.json").exists()
-    assert not new_files & _data_files(root)  # its new files were deleted
+    assert not new_files & parquet_on_disk(root)  # its new files were deleted
     live = set(DeltaTable(uri).files().column("path").to_pylist())
     assert victim not in live and set(staged.removed_paths) - {victim} <= live
 
@@ -279,7 +271,7 @@ def test_optimize_on_object_stores(spark: Any, cloud_table: CloudTable) -> None:
 def test_bad_input_is_refused_before_writing(spark: Any, tmp_path: Path) -> None:
     root = tmp_path / "bad"
     uri = _small_table(root, {"a": 2})
-    files = _data_files(root)
+    files = parquet_on_disk(root)
     with pytest.raises(InvalidPredicateError):
         optimize(spark, uri, where="nope = 1")
     with pytest.raises(InvalidPredicateError):
@@ -291,7 +283,7 @@ def test_bad_input_is_refused_before_writing(spark: Any, tmp_path: Path) -> None
         optimize(spark, uri, min_file_size=0)
     with pytest.raises(TableNotFoundError):
         optimize(spark, str(tmp_path / "missing"))
-    assert _data_files(root) == files and DeltaTable(uri).version() == 1
+    assert parquet_on_disk(root) == files and DeltaTable(uri).version() == 1
 
     future = tmp_path / "future"
     schema = (

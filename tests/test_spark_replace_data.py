@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import deltalake
 import pytest
+from tableutil import parquet_on_disk
 
 from deltalog import (
     ConcurrentDeleteReadError,
@@ -34,14 +34,6 @@ def _row(i: int | None, p: str, x: float) -> tuple[Any, ...]:
     k = i or 0
     ts = dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(hours=k)
     return (i, p, x, ts, decimal.Decimal(k) / 4)
-
-
-def _data_files(root: Path) -> set[str]:
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "_delta_log"]
-        out.update(os.path.join(dirpath, f) for f in filenames if f.endswith(".parquet"))
-    return out
 
 
 def _sorted(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -96,13 +88,13 @@ def test_replace_where_on_data_columns_matches_delta_spark(
     before = {f["path"]: f for f in table.files(flatten_stats=True).to_pylist()}
 
     # Refused: a row outside the predicate; a predicate on an unknown column. Nothing written.
-    version, on_disk = table.version(), _data_files(ours)
+    version, on_disk = table.version(), parquet_on_disk(ours)
     bad = spark.createDataFrame([_row(5, "a", 0.0), _row(40, "b", 0.0)], DDL)
     with pytest.raises(ReplaceWhereMismatchError, match="40"):
         write(bad, str(ours), mode="overwrite", replace_where=PREDICATE)
     with pytest.raises(InvalidPredicateError, match="nope"):
         write(bad, str(ours), mode="overwrite", replace_where="nope = 1")
-    assert DeltaTable(str(ours)).version() == version and _data_files(ours) == on_disk
+    assert DeltaTable(str(ours)).version() == version and parquet_on_disk(ours) == on_disk
 
     # delta-rs reads the rows delta-spark produces.
     result, expected = _replace_both(spark, ours, new)

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from servers.fixtures import CloudTable
+from tableutil import parquet_on_disk
 
 from deltalog import (
     AppendOnlyError,
@@ -47,15 +48,6 @@ SERIALIZABLE = {"delta.isolationLevel": "Serializable"}
 STRING_PREFIX = 32  # deltalog/stats.py: string bounds are cut to a 32-character prefix
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _parquet_on_disk(root: Path) -> set[str]:
-    """Every data file under the table directory (checkpoints in _delta_log excluded)."""
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "_delta_log"]
-        out.update(os.path.join(dirpath, f) for f in filenames if f.endswith(".parquet"))
-    return out
 
 
 def _live_paths(uri: str) -> set[str]:
@@ -217,7 +209,7 @@ def test_acceptance_partitioned_job_stats_match_file_data_and_delta_rs_reads_it(
     # 20 Spark tasks of 10,000 consecutive ids, each spanning all 20 values of p: one file
     # per (task, partition value), like delta-spark.
     assert len(files) == N_PARTS * N_PARTS
-    assert _parquet_on_disk(tmp_path / "acceptance") == {os.path.normpath(u) for u in uris}
+    assert parquet_on_disk(tmp_path / "acceptance") == {os.path.normpath(u) for u in uris}
 
     expected_types = {
         "id": pa.int64(),
@@ -359,7 +351,7 @@ def test_serializable_append_into_overwritten_partition_fails_the_overwrite(
     table = DeltaTable(uri)
     assert table.version() == 1  # nothing committed by the loser
     assert _rows_by_partition(uri) == before == {"a": [*A_IDS, 300], "b": B_IDS}
-    assert _live_paths(uri) == live_before == _parquet_on_disk(Path(uri))
+    assert _live_paths(uri) == live_before == parquet_on_disk(Path(uri))
 
 
 @pytest.mark.parametrize("how", ["replace_where", "dynamic"])
@@ -426,7 +418,7 @@ def test_app_id_and_version_make_writes_idempotent(spark: Any, tmp_path: Path) -
 
     first = write(batch, uri, partition_by=["p"], app_id="stream", app_version=1, mode="append")
     assert not first.skipped and first.rows == 3
-    files = _parquet_on_disk(root)
+    files = parquet_on_disk(root)
     version = DeltaTable(uri).version()
     assert first.version == version
 
@@ -434,7 +426,7 @@ def test_app_id_and_version_make_writes_idempotent(spark: Any, tmp_path: Path) -
     assert again.skipped
     assert (again.files_added, again.rows) == (0, 0)
     assert again.version == version
-    assert _parquet_on_disk(root) == files  # nothing written at all
+    assert parquet_on_disk(root) == files  # nothing written at all
     assert DeltaTable(uri).version() == version
 
     second = write(_df(spark, "a", [4]), uri, app_id="stream", app_version=2, mode="append")
@@ -462,7 +454,7 @@ def test_app_id_and_version_make_writes_idempotent(spark: Any, tmp_path: Path) -
     assert not any(os.path.exists(p) for p in b_files)
     assert DeltaTable(uri).version() == committed.version
     assert _rows_by_partition(uri) == {"a": [1, 2, 3, 4, 6, 7]}
-    assert _live_paths(uri) == _parquet_on_disk(root)
+    assert _live_paths(uri) == parquet_on_disk(root)
 
 
 # --------------------------------------------------------------------------- 4. schema checks
@@ -477,11 +469,11 @@ def schema_table(spark: Any, tmp_path: Path) -> str:
 
 
 def _nothing_written(uri: str, call: Any, error: type[Exception]) -> pytest.ExceptionInfo[Any]:
-    files = _parquet_on_disk(Path(uri))
+    files = parquet_on_disk(Path(uri))
     version = DeltaTable(uri).version()
     with pytest.raises(error) as info:
         call()
-    assert _parquet_on_disk(Path(uri)) == files
+    assert parquet_on_disk(Path(uri)) == files
     assert DeltaTable(uri).version() == version
     return info
 
@@ -820,13 +812,13 @@ def test_two_writers_creating_the_same_table_the_second_loses(spark: Any, tmp_pa
     assert not any(os.path.exists(p) for p in second_files)  # its files are deleted
     assert DeltaTable(uri).version() == 0
     assert _rows_by_partition(uri) == {"a": [1]}
-    assert _live_paths(uri) == _parquet_on_disk(Path(uri))
+    assert _live_paths(uri) == parquet_on_disk(Path(uri))
 
 
 def test_empty_append_commits_nothing_and_is_not_skipped(spark: Any, tmp_path: Path) -> None:
     uri = str(tmp_path / "empty")
     write(_df(spark, "a", [1]), uri, partition_by=["p"], mode="append")
-    files = _parquet_on_disk(Path(uri))
+    files = parquet_on_disk(Path(uri))
 
     result = write(spark.createDataFrame([], "id long, v string, p string"), uri, mode="append")
 
@@ -834,7 +826,7 @@ def test_empty_append_commits_nothing_and_is_not_skipped(spark: Any, tmp_path: P
     assert (result.files_added, result.files_removed, result.rows) == (0, 0, 0)
     assert result.version == 0
     assert DeltaTable(uri).version() == 0
-    assert _parquet_on_disk(Path(uri)) == files
+    assert parquet_on_disk(Path(uri)) == files
 
 
 def test_overwrite_of_an_append_only_table_is_refused(spark: Any, tmp_path: Path) -> None:
@@ -936,7 +928,7 @@ def test_replace_where_checks_the_rows_actually_written(
     assert os.path.exists(marker)  # the job did run (and wrote 'a' and 'b' rows)
     assert '"p":"b"' in str(info.value)
     assert DeltaTable(schema_table).files().to_pylist() == before
-    assert _live_paths(schema_table) == _parquet_on_disk(Path(schema_table))
+    assert _live_paths(schema_table) == parquet_on_disk(Path(schema_table))
 
 
 # --------------------------------------------------------------------------- 11. constraints
@@ -1102,7 +1094,7 @@ def test_one_task_writing_more_partitions_than_it_keeps_open(spark: Any, tmp_pat
     assert set(files_per_partition) == set(range(n_parts))
     assert min(files_per_partition.values()) >= 1
     assert sum(files_per_partition.values()) == result.files_added > n_parts
-    assert _live_paths(uri) == _parquet_on_disk(Path(uri))
+    assert _live_paths(uri) == parquet_on_disk(Path(uri))
 
 
 def test_spark_reads_ancient_dates_and_timestamps_from_written_files(
@@ -1245,9 +1237,9 @@ def test_nested_char_varchar_tables_are_refused_before_writing(spark: Any, tmp_p
         ],
     }
     DeltaTable.create(uri, schema)
-    before = _parquet_on_disk(tmp_path / "nested_varchar")
+    before = parquet_on_disk(tmp_path / "nested_varchar")
     df = spark.createDataFrame([(1, ("abcdef",))], "id long, s struct<c: string>")
     with pytest.raises(UnsupportedFeatureError, match="nested CHAR/VARCHAR"):
         write(df, uri, mode="append")
-    assert _parquet_on_disk(tmp_path / "nested_varchar") == before
+    assert parquet_on_disk(tmp_path / "nested_varchar") == before
     assert DeltaTable(uri).version() == 0
