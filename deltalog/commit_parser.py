@@ -406,11 +406,16 @@ def _parse_compact(
         if _has_tags(removes_column):  # checked, not kept
             target = FILES_SCHEMA.field("tags").type
             _tags(_lines_of(bytes(text), _REMOVE), removes_column, "remove", target)
-        removes = _conform(removes_column, TOMBSTONES_SCHEMA, None)
-        i = TOMBSTONES_SCHEMA.get_field_index("data_change")
-        data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
-        out.removes = removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
+        out.removes = _tombstones(removes_column)
     return out
+
+
+def _tombstones(column: pa.StructArray) -> pa.Table:
+    """Checked remove rows as a tombstones table (``dataChange`` defaults to true)."""
+    removes = _conform(column, TOMBSTONES_SCHEMA, None)
+    i = TOMBSTONES_SCHEMA.get_field_index("data_change")
+    data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
+    return removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
 
 
 def _has_tags(column: pa.StructArray) -> bool:
@@ -502,8 +507,5 @@ def _parse_commits(
         if column is None or column.field("path").null_count:
             return None
         _tags(remove_lines, column, "remove", FILES_SCHEMA.field("tags").type)  # checked, not kept
-        removes = _conform(column, TOMBSTONES_SCHEMA, None)
-        i = TOMBSTONES_SCHEMA.get_field_index("data_change")
-        data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
-        out.removes = removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
+        out.removes = _tombstones(column)
     return out
