@@ -9,6 +9,7 @@ with 3 when it finds problems at or above ``--fail-on``.
 from __future__ import annotations
 
 import argparse
+import codecs
 import datetime as dt
 import sys
 import threading
@@ -156,21 +157,71 @@ def _stamps(ms: pa.Array) -> pa.Array:
     return pa.array([_ts(m) for m in ms.to_pylist()], pa.string())
 
 
-def _file_lines(batch: pa.RecordBatch) -> str:
-    """``files``'s text lines of a batch, built column by column.
+_GROUP = 1000
+_MAX_GROUPED = 10**12  # four groups of digits: enough for any file size in practice
 
-    No Python object is made per row except the size (which needs a thousands separator).
-    """
-    sizes = pa.array([f"{n:>12,}" for n in batch.column("size").to_pylist()], pa.string())
+
+def _sizes(sizes: pa.Array) -> pa.Array:
+    """``f"{n:>12,}"`` of each size, built by Arrow kernels when every size is in range."""
+    values = sizes.cast(pa.int64())
+    if values.null_count or (
+        len(values)
+        and not pc.all(
+            pc.and_(pc.greater_equal(values, 0), pc.less(values, _MAX_GROUPED))
+        ).as_py()
+    ):
+        return pa.array([f"{n:>12,}" for n in sizes.to_pylist()], pa.string())
+    groups = []  # least significant first: n % 1000, n // 1000 % 1000, ...
+    rest = values
+    for _ in range(4):
+        groups.append(pc.subtract(rest, pc.multiply(pc.divide(rest, _GROUP), _GROUP)))
+        rest = pc.divide(rest, _GROUP)
+    plain = [g.cast(pa.string()) for g in groups]
+    padded = [pc.utf8_lpad(t, width=3, padding="0") for t in plain]
+    text = plain[0]
+    for k in range(1, 4):  # with k+1 groups: the top one unpadded, the others padded
+        joined = pc.binary_join_element_wise(plain[k], *reversed(padded[:k]), ",")
+        text = pc.if_else(pc.greater_equal(values, _GROUP**k), joined, text)
+    return pc.utf8_lpad(text, width=12, padding=" ")
+
+
+def _line_array(batch: pa.RecordBatch) -> pa.Array:
+    """``files``'s text line of each row (newline included), built column by column."""
     stamps = _stamps(batch.column("modification_time"))
     pv = batch.column("partition_values")
     # A slice's offsets index the whole child arrays: pair them with the unsliced keys/items.
     pairs = pc.binary_join_element_wise(pv.keys, pc.fill_null(pv.items, "None"), "=")
     parts = pc.binary_join(pa.ListArray.from_arrays(pv.offsets, pairs), ",")
-    lines = pc.binary_join_element_wise(
-        sizes, stamps, batch.column("path"), pc.fill_null(parts, ""), "  "
+    return pc.binary_join_element_wise(
+        _sizes(batch.column("size")),
+        stamps,
+        batch.column("path"),
+        pc.binary_join_element_wise(pc.fill_null(parts, ""), "\n", ""),
+        "  ",
     )
-    return "\n".join(lines.to_pylist()) + "\n" if len(lines) else ""
+
+
+def _joined(lines: pa.Array) -> pa.Buffer:
+    """The lines as one buffer (one copy, no Python object per line)."""
+    whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "")
+    scalar = whole[0]
+    assert isinstance(scalar, pa.StringScalar)
+    buffer = scalar.as_buffer()
+    return buffer if buffer is not None else pa.py_buffer(b"")
+
+
+def _utf8(stream: Any) -> bool:
+    """Whether ``stream`` encodes text as UTF-8 (then its bytes may be written directly)."""
+    encoding = getattr(stream, "encoding", None)
+    try:
+        return isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _file_lines(batch: pa.RecordBatch) -> str:
+    """``files``'s text lines of a batch."""
+    return _joined(_line_array(batch)).to_pybytes().decode() if batch.num_rows else ""
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
@@ -197,8 +248,15 @@ def cmd_files(args: argparse.Namespace) -> None:
         out.write("\n]}\n")
         return
     files = table.files(with_stats=False)
+    binary = getattr(out, "buffer", None) if _utf8(out) else None
     for batch in _batches(files):
-        out.write(_file_lines(batch))
+        if not batch.num_rows:
+            continue
+        if binary is None:
+            out.write(_file_lines(batch))
+        else:
+            out.flush()
+            binary.write(_joined(_line_array(batch)))
     out.write(f"{files.num_rows} files at version {table.version()}\n")
 
 

@@ -16,7 +16,7 @@ not know with values of any depth): the fast path only accepts what it fully che
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -40,6 +40,10 @@ from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
 _ADD = b'{"add":{'
 _REMOVE = b'{"remove":{'
 _COMMIT_INFO = b'{"commitInfo":'
+# How lines start: compact (delta-spark, delta-rs, deltalog) or with json.dumps's default spacing.
+_ADDS = (_ADD, b'{"add": {')
+_REMOVES = (_REMOVE, b'{"remove": {')
+_COMMIT_INFOS = (_COMMIT_INFO, b'{"commitInfo": ')
 _NL = ord("\n")
 _WHITESPACE = b" \t\r\n"  # JSON's insignificant whitespace
 _HEAD = 32  # bytes of a line enough to name its action, whatever the spacing
@@ -273,24 +277,81 @@ def _key_order(line: bytes, action: str, columns: list[str]) -> list[str] | None
     return list(values) if set(values) == set(columns) else None
 
 
+#: Bytes of commit text parsed at once: commits are read and parsed in groups of about this size,
+#: so peak memory holds one group's text beside the parsed rows, never the whole log's text.
+GROUP_BYTES = 64 << 20
+
+
+def commit_groups(
+    commits: Iterable[tuple[int, bytes]], limit: int = GROUP_BYTES
+) -> Iterator[list[tuple[int, bytes]]]:
+    """Consecutive commits in groups of at most ``limit`` bytes (a bigger commit is alone)."""
+    group: list[tuple[int, bytes]] = []
+    size = 0
+    for commit in commits:
+        if group and size + len(commit[1]) > limit:
+            yield group
+            group, size = [], 0
+        group.append(commit)
+        size += len(commit[1])
+    if group:
+        yield group
+
+
 def parse_commits(
     commits: Iterable[tuple[int, bytes]], partition_columns: Sequence[str] | None
 ) -> ParsedCommits | None:
     """Parse commits ``(version, content)`` in order; ``None`` when the exact parser must run.
+
+    The commits are consumed group by group (:func:`commit_groups`), so an iterator that reads
+    them lazily keeps at most one group's text alive.
 
     Args:
         commits: Commit versions and file contents, ascending.
         partition_columns: Partition columns in force before these commits, or ``None`` when
             no metadata precedes them.
     """
-    listed = list(commits)
+    columns = None if partition_columns is None else list(partition_columns)
+    parts: list[ParsedCommits] = []
     try:
-        compact = _parse_compact(listed, partition_columns)
-        if compact is not None:
-            return compact
-        return _parse_commits(listed, partition_columns)
+        for group in commit_groups(commits):
+            part = _parse_compact(group, columns)
+            if part is None:
+                part = _parse_commits(group, columns)
+            if part is None:
+                return None
+            for _, action in part.other:
+                if isinstance(action, Metadata):
+                    columns = list(action.partition_columns)
+            parts.append(part)
+            del group
     except (_Fallback, orjson.JSONDecodeError, MalformedCommitError):
         return None
+    return _joined(parts)
+
+
+def _joined(parts: list[ParsedCommits]) -> ParsedCommits:
+    """The groups' results as one (tables are chunked, not copied)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = ParsedCommits()
+    for part in parts:
+        out.other += part.other
+        out.order += part.order
+    out.last_commit_info = parts[-1].last_commit_info if parts else None
+    adds = [p.adds for p in parts if p.adds.num_rows]
+    removes = [p.removes for p in parts if p.removes.num_rows]
+    if adds:
+        out.adds = pa.concat_tables(adds)
+    if removes:
+        out.removes = pa.concat_tables(removes)
+    return out
+
+
+def _find(data: bytes, forms: tuple[bytes, ...], end: int, start: int = 0) -> int:
+    """Where the first of ``forms`` occurs in ``data[start:end]`` (-1 when none does)."""
+    found = [i for i in (data.find(form, start, end) for form in forms) if i >= 0]
+    return min(found) if found else -1
 
 
 def _file_span(data: bytes) -> tuple[int, int] | None:
@@ -302,16 +363,16 @@ def _file_span(data: bytes) -> tuple[int, int] | None:
     the block are not looked at here: the JSON reader refuses any that is not a file action.
     JSON strings cannot hold a raw newline, so every newline in a commit ends a line.
     """
-    first_add = data.find(_ADD)
-    first_remove = data.find(_REMOVE, 0, len(data) if first_add < 0 else first_add)
+    first_add = _find(data, _ADDS, len(data))
+    first_remove = _find(data, _REMOVES, len(data) if first_add < 0 else first_add)
     found = [i for i in (first_add, first_remove) if i >= 0]
     if not found:
         return (0, 0) if data.find(b'"add"') < 0 and data.find(b'"remove"') < 0 else None
     start = min(found)
     if start and data[start - 1] != _NL:
         return None  # inside another action: the general path decides
-    last = max(data.rfind(b"\n" + _ADD, start), start - 1) + 1  # the last add line (or start)
-    last = max(data.rfind(b"\n" + _REMOVE, last), last - 1) + 1  # a remove after it
+    last = max(start, *(data.rfind(b"\n" + form, start) + 1 for form in _ADDS))  # last add line
+    last = max(last, *(data.rfind(b"\n" + form, last) + 1 for form in _REMOVES))  # a remove after
     end = data.find(b"\n", last)
     end = len(data) if end < 0 else end
     outside = data[:start] + data[end:]
@@ -345,7 +406,7 @@ def _parse_compact(
                 continue
             action = parse_line(line)
             if isinstance(action, CommitInfo):
-                if not line.startswith(_COMMIT_INFO):
+                if not line.startswith(_COMMIT_INFOS):
                     return None
                 out.last_commit_info = action
             elif isinstance(action, AddFile | RemoveFile):
@@ -363,7 +424,7 @@ def _parse_compact(
     columns = list(layouts.pop()) if layouts else []
     if not blocks:
         return out
-    first_add = _first_line(commits, spans, _ADD)
+    first_add = _first_line(commits, spans, _ADDS)
     add_keys = _key_order(first_add, "add", columns) if first_add is not None else columns
     if add_keys is None:
         return None
@@ -374,39 +435,54 @@ def _parse_compact(
     table = _read_rows(text, None, {"add": add_keys, "remove": remove_keys})
     if table is None:
         return None
-    rows = table.num_rows
-    try:
-        add_column = table.column("add").combine_chunks()
-        remove_column = table.column("remove").combine_chunks()
-    except pa.ArrowException:
-        return None
-    is_add = add_column.is_valid()
-    if not pc.all(pc.xor(is_add, remove_column.is_valid())).as_py():
-        return None  # a line with both or neither (the exact parser says what is wrong)
-    only_adds = remove_column.null_count == rows
-    out.order = [True] * rows if only_adds else is_add.to_pylist()
-    first_remove = None
-    if not only_adds:
-        first_remove = _first_line(commits, spans, _REMOVE)
+    if _has_tags(table.schema.field("add").type) or _has_tags(table.schema.field("remove").type):
+        table = table.combine_chunks()  # tags are read line by line, for all rows at once
+    adds: list[pa.StructArray] = []
+    removes: list[pa.StructArray] = []
+    for batch in table.to_batches():
+        add_column, remove_column = batch.column("add"), batch.column("remove")
+        is_add = add_column.is_valid()
+        if not pc.all(pc.xor(is_add, remove_column.is_valid())).as_py():
+            return None  # a line with both or neither (the exact parser says what is wrong)
+        if remove_column.null_count == len(remove_column):
+            out.order += [True] * len(add_column)
+            adds.append(add_column)
+        else:
+            out.order += is_add.to_pylist()
+            adds.append(add_column.filter(is_add))
+            removes.append(remove_column.filter(pc.invert(is_add)))
+    if any(len(r) for r in removes):
+        first_remove = _first_line(commits, spans, _REMOVES)
         if first_remove is None or _key_order(first_remove, "remove", columns) != remove_keys:
             return None  # partition keys in another order: the general path reads them
+    if first_add is None and any(len(a) for a in adds):
+        return None  # add lines, none of them compact: the general path reads them
     if first_add is not None:
-        adds = _checked(add_column if only_adds else add_column.filter(is_add), add_keys)
-        if adds is None or any(adds.field(name).null_count for name in _REQUIRED_ADD):
+        tags_type = FILES_SCHEMA.field("tags").type
+        parts = []
+        for column in adds:
+            checked = _checked(column, add_keys)
+            if checked is None or any(checked.field(n).null_count for n in _REQUIRED_ADD):
+                return None
+            tags = None
+            if _has_tags(checked.type):
+                tags = _tags(_lines_of(bytes(text), _ADDS), checked, "add", tags_type)
+            if len(checked):
+                parts.append(_conform(checked, FILES_SCHEMA, tags))
+        if parts:
+            out.adds = pa.concat_tables(parts)
+    tombstones = []
+    for column in removes:
+        checked = _checked(column, remove_keys)
+        if checked is None or checked.field("path").null_count:
             return None
-        tags = None
-        if _has_tags(adds):
-            lines = _lines_of(bytes(text), _ADD)
-            tags = _tags(lines, adds, "add", FILES_SCHEMA.field("tags").type)
-        out.adds = _conform(adds, FILES_SCHEMA, tags)
-    if first_remove is not None:
-        removes_column = _checked(remove_column.filter(pc.invert(is_add)), remove_keys)
-        if removes_column is None or removes_column.field("path").null_count:
-            return None
-        if _has_tags(removes_column):  # checked, not kept
+        if _has_tags(checked.type):  # checked, not kept
             target = FILES_SCHEMA.field("tags").type
-            _tags(_lines_of(bytes(text), _REMOVE), removes_column, "remove", target)
-        out.removes = _tombstones(removes_column)
+            _tags(_lines_of(bytes(text), _REMOVES), checked, "remove", target)
+        if len(checked):
+            tombstones.append(_tombstones(checked))
+    if tombstones:
+        out.removes = pa.concat_tables(tombstones)
     return out
 
 
@@ -418,37 +494,37 @@ def _tombstones(column: pa.StructArray) -> pa.Table:
     return removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
 
 
-def _has_tags(column: pa.StructArray) -> bool:
+def _has_tags(t: pa.DataType) -> bool:
     """Whether some line has ``tags`` that are not ``null`` (known from the inferred type)."""
-    i = column.type.get_field_index("tags")
-    return i >= 0 and not pa.types.is_null(column.type.field(i).type)
+    i = t.get_field_index("tags")
+    return i >= 0 and not pa.types.is_null(t.field(i).type)
 
 
 def _first_line(
-    commits: list[tuple[int, bytes]], spans: list[tuple[int, int]], prefix: bytes
+    commits: list[tuple[int, bytes]], spans: list[tuple[int, int]], forms: tuple[bytes, ...]
 ) -> bytes | None:
-    """The first line of the commits' file-action blocks that starts with ``prefix``."""
+    """The first line of the commits' file-action blocks that starts with one of ``forms``."""
     for (_, data), (start, end) in zip(commits, spans, strict=True):
-        if end > start and (line := _line_at(data, start, end, prefix)) is not None:
+        if end > start and (line := _line_at(data, start, end, forms)) is not None:
             return line
     return None
 
 
-def _line_at(data: bytes, start: int, end: int, prefix: bytes) -> bytes | None:
-    """The first line of ``data[start:end]`` (whole lines) that starts with ``prefix``."""
-    if data.startswith(prefix, start):
+def _line_at(data: bytes, start: int, end: int, forms: tuple[bytes, ...]) -> bytes | None:
+    """The first line of ``data[start:end]`` (whole lines) that starts with one of ``forms``."""
+    if data.startswith(forms, start):
         at = start
     else:
-        at = data.find(b"\n" + prefix, start, end) + 1
+        at = _find(data, tuple(b"\n" + f for f in forms), end, start) + 1
         if not at:
             return None
     stop = data.find(b"\n", at, end)
     return data[at : end if stop < 0 else stop]
 
 
-def _lines_of(text: bytes, prefix: bytes) -> list[bytes]:
-    """The lines of ``text`` that start with ``prefix`` (only when tags must be read)."""
-    return [line for line in text.split(b"\n") if line.startswith(prefix)]
+def _lines_of(text: bytes, forms: tuple[bytes, ...]) -> list[bytes]:
+    """The lines of ``text`` that start with one of ``forms`` (only when tags must be read)."""
+    return [line for line in text.split(b"\n") if line.startswith(forms)]
 
 
 def _parse_commits(

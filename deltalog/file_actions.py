@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,9 +62,16 @@ def file_key(path: str, dv_id: str | None, prefix: str) -> str:
     return key if dv_id is None else f"{key}\x00{dv_id}"
 
 
+def _one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A column as one array (a single chunk is taken as it is, not copied)."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def canonical_paths(paths: pa.Array | pa.ChunkedArray, prefix: str) -> pa.Array:
     """Vectorised :func:`canonical_path`."""
-    path = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    path = _one_array(paths)
     if pc.any(pc.starts_with(path, "/")).as_py() or pc.any(pc.starts_with(path, "file:")).as_py():
         fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
         qualified = pc.binary_join_element_wise(prefix, fixed, "")
@@ -72,10 +80,10 @@ def canonical_paths(paths: pa.Array | pa.ChunkedArray, prefix: str) -> pa.Array:
     return path
 
 
-def arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
+def arrow_keys(table: pa.Table | pa.RecordBatch, prefix: str) -> pa.Array:
     """Vectorised :func:`file_key` over a files or tombstones table."""
     path = canonical_paths(table.column("path"), prefix)
-    dv = table.column("deletion_vector").combine_chunks()
+    dv = _one_array(table.column("deletion_vector"))
     if dv.null_count == len(dv):
         return path
     offset = pc.cast(dv.field("offset"), pa.string())
@@ -86,6 +94,14 @@ def arrow_keys(table: pa.Table, prefix: str) -> pa.Array:
         "",
     )
     return pc.if_else(pc.is_null(dv), path, pc.binary_join_element_wise(path, dv_id, "\x00"))
+
+
+def chunked_keys(table: pa.Table, prefix: str) -> pa.ChunkedArray:
+    """:func:`arrow_keys`, chunk by chunk (no copy of the table's columns into one)."""
+    return pa.chunked_array(
+        [arrow_keys(batch, prefix) for batch in table.to_batches() if len(batch)],
+        type=pa.string(),
+    )
 
 
 def _apply_live(live: dict[str, str], actions: Sequence[AddFile | RemoveFile], prefix: str) -> None:
@@ -125,12 +141,12 @@ def removes_to_table(removes: Sequence[RemoveFile]) -> pa.Table:
 
 
 def _without(
-    table: pa.Table, table_keys: pa.ChunkedArray, touched: pa.Array
+    table: pa.Table, table_keys: pa.ChunkedArray, touched: pa.ChunkedArray
 ) -> tuple[pa.Table, pa.ChunkedArray]:
     """``table`` (and its keys) minus the rows whose key is in ``touched`` (no copy if none is)."""
-    if not table.num_rows:
+    if not table.num_rows or not len(touched):
         return table, table_keys
-    hit = pc.is_in(table_keys, value_set=touched)
+    hit = pc.is_in(table_keys, value_set=touched.combine_chunks())
     if not pc.any(hit).as_py():
         return table, table_keys
     keep = pc.invert(hit)
@@ -156,6 +172,7 @@ def _merge_tail(parts: list[_Part], concat: Callable[[list[_Part]], _Part]) -> l
         len(parts) >= 2
         and len(parts[-2]) <= max(len(parts[-1]), 1) * 2
         and len(parts[-2]) < _SMALL_CHUNK
+        and len(parts[-1]) < _SMALL_CHUNK
     ):
         parts[-2:] = [concat(parts[-2:])]
     return parts
@@ -175,11 +192,11 @@ def _append(base: pa.Table, rows: pa.Table) -> pa.Table:
     return pa.Table.from_batches(_merge_tail(batches, _concat_batches), schema=base.schema)
 
 
-def _append_keys(base: pa.ChunkedArray, new: pa.Array) -> pa.ChunkedArray:
+def _append_keys(base: pa.ChunkedArray, new: pa.ChunkedArray) -> pa.ChunkedArray:
     """Keys aligned row for row with ``_append``'s result."""
     if not len(new):
         return base
-    chunks = [c for c in base.chunks if len(c)] + [new]
+    chunks = [c for c in base.chunks if len(c)] + [c for c in new.chunks if len(c)]
     return pa.chunked_array(_merge_tail(chunks, pa.concat_arrays), type=pa.string())
 
 
@@ -197,6 +214,42 @@ class Keyed:
         if not self.table.num_rows:
             return self.table, pa.chunked_array([], type=pa.string())
         return self.table, pa.chunked_array([arrow_keys(self.table, prefix)])
+
+
+def _winners(
+    order: list[bool], add_keys: pa.ChunkedArray, remove_keys: pa.ChunkedArray
+) -> tuple[list[int] | None, list[int] | None]:
+    """Which adds and removes are the last action on their key, by index; ``None`` for all.
+
+    Adds alone with distinct keys (an append-only stretch of log, the common case) need only a
+    set built from the keys; otherwise one dict over the actions in log order keeps the last
+    index per key.
+    """
+    adds = add_keys.to_pylist()
+    if not len(remove_keys):
+        if len(set(adds)) == len(adds):
+            return None, None
+        return sorted(dict(zip(adds, range(len(adds)), strict=True)).values()), None
+    removes = remove_keys.to_pylist()
+    is_add = pa.array(order, pa.bool_())
+    # Each action's key and code in log order: add i -> i, remove j -> -1 - j.
+    add_rank = pc.subtract(pc.cumulative_sum(is_add.cast(pa.int64())), 1)
+    remove_rank = pc.subtract(pc.cumulative_sum(pc.invert(is_add).cast(pa.int64())), 1)
+    codes = pc.if_else(is_add, add_rank, pc.subtract(-1, remove_rank)).to_pylist()
+    keys = [adds[c] if c >= 0 else removes[-1 - c] for c in codes]
+    winner = sorted(dict(zip(keys, codes, strict=True)).values())
+    split = bisect.bisect_left(winner, 0)
+    return winner[split:], sorted(-1 - c for c in winner[:split])
+
+
+def _kept(
+    table: pa.Table, keys: pa.ChunkedArray, rows: list[int] | None
+) -> tuple[pa.Table, pa.ChunkedArray]:
+    """``table`` and its keys restricted to ``rows`` (``None``: all, no copy)."""
+    if rows is None or len(rows) == table.num_rows:
+        return table, keys
+    take = pa.array(rows, pa.int64())
+    return table.take(take), keys.take(take)
 
 
 @dataclass
@@ -238,36 +291,17 @@ class FileActionLog:
         removes = (
             pa.concat_tables(self.removes) if self.removes else TOMBSTONES_SCHEMA.empty_table()
         )
-        add_keys_arr = arrow_keys(adds, prefix) if adds.num_rows else pa.array([], pa.string())
-        remove_keys_arr = (
-            arrow_keys(removes, prefix) if removes.num_rows else pa.array([], pa.string())
-        )
-        add_keys = add_keys_arr.to_pylist()
-        remove_keys = remove_keys_arr.to_pylist()
-        # Walk the log order once; the last action per key wins.
-        winner: dict[str, int] = {}
-        ia = ir = 0
-        for is_add in self.order:
-            if is_add:
-                winner[add_keys[ia]] = ia
-                ia += 1
-            else:
-                winner[remove_keys[ir]] = -1 - ir
-                ir += 1
-        keep_adds = sorted(i for i in winner.values() if i >= 0)
-        keep_removes = sorted(-1 - i for i in winner.values() if i < 0)
-        touched = pa.array(list(winner), pa.string())
+        add_keys_arr = chunked_keys(adds, prefix)
+        remove_keys_arr = chunked_keys(removes, prefix)
+        keep_adds, keep_removes = _winners(self.order, add_keys_arr, remove_keys_arr)
+        # Every key touched, duplicates included (is_in does not mind them).
+        touched = pa.chunked_array([*add_keys_arr.chunks, *remove_keys_arr.chunks], pa.string())
         files, file_keys = _without(*base_files.with_keys(prefix), touched)
         tombstones, tomb_keys = _without(*base_tombstones.with_keys(prefix), touched)
-        if len(keep_adds) == adds.num_rows:
-            new_files, new_file_keys = adds, add_keys_arr
-        else:
-            take = pa.array(keep_adds, pa.int64())
-            new_files, new_file_keys = adds.take(take), add_keys_arr.take(take)
+        new_files, new_file_keys = _kept(adds, add_keys_arr, keep_adds)
         if "_cp_row" in files.column_names and new_files.num_rows:
             new_files = new_files.append_column("_cp_row", pa.nulls(new_files.num_rows, pa.int64()))
-        take = pa.array(keep_removes, pa.int64())
-        new_tombs, new_tomb_keys = removes.take(take), remove_keys_arr.take(take)
+        new_tombs, new_tomb_keys = _kept(removes, remove_keys_arr, keep_removes)
         return (
             Keyed(_append(files, new_files), _append_keys(file_keys, new_file_keys)),
             Keyed(_append(tombstones, new_tombs), _append_keys(tomb_keys, new_tomb_keys)),

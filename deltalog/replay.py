@@ -13,7 +13,9 @@ canonical form (see :func:`deltalog.file_actions.canonical_path`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -254,27 +256,73 @@ def commit_timestamp(info: CommitInfo | None, metadata: Metadata, file_mtime: in
     return file_mtime
 
 
+#: Commit bytes read ahead of the parser (at least one file is always in flight).
+_READ_AHEAD_BYTES = 64 << 20
+_read_pool: ThreadPoolExecutor | None = None
+_read_pool_lock = threading.Lock()
+
+
+def _reader_pool() -> ThreadPoolExecutor:
+    global _read_pool
+    with _read_pool_lock:
+        if _read_pool is None:
+            _read_pool = ThreadPoolExecutor(4, thread_name_prefix="deltalog-log-read")
+        return _read_pool
+
+
+def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[int, bytes]]:
+    """The segment's commits ``(version, content)`` in order, read ahead on a small pool.
+
+    Reads overlap parsing (and each other, which matters on object stores), while the bytes
+    read but not yet consumed stay below :data:`_READ_AHEAD_BYTES`.
+    """
+    pending: deque[tuple[int, int, Future[bytes]]] = deque()
+    statuses = iter(segment.commits)
+    in_flight = 0
+    try:
+        while True:
+            for status in statuses:
+                parsed = parse_log_name(status.name)
+                assert parsed is not None
+                future = _reader_pool().submit(storage.read_log_file, status.name)
+                pending.append((parsed.version, status.size, future))
+                in_flight += status.size
+                if in_flight >= _READ_AHEAD_BYTES:
+                    break
+            if not pending:
+                return
+            version, size, future = pending.popleft()
+            in_flight -= size
+            yield version, future.result()
+    finally:
+        for _, _, future in pending:
+            future.cancel()
+
+
 def _apply_commits(storage: TableStorage, segment: LogSegment, state: _State) -> None:
-    """Read the segment's commits and apply them: columnar when possible, exact otherwise."""
-    contents = []
-    for status in segment.commits:
-        parsed = parse_log_name(status.name)
-        assert parsed is not None
-        contents.append((parsed.version, storage.read_log_file(status.name), status.path))
+    """Read the segment's commits and apply them: columnar when possible, exact otherwise.
+
+    The columnar parser consumes the commits as they are read; when it gives up, the commits
+    are read again, one at a time, for the exact parser.
+    """
     columns = state.metadata.partition_columns if state.metadata else None
-    fast = parse_commits(((v, data) for v, data, _ in contents), columns)
+    fast = parse_commits(_read_commits(storage, segment), columns)
     if fast is not None:
-        if contents and contents[0][0] == 0:
-            _check_first_commit([a for v, a in fast.other if v == 0], contents[0][2])
+        first = parse_log_name(segment.commits[0].name) if segment.commits else None
+        if first is not None and first.version == 0:
+            _check_first_commit([a for v, a in fast.other if v == 0], segment.commits[0].path)
         state.apply(a for _, a in fast.other)
         if fast.last_commit_info is not None:
             state.last_commit_info = fast.last_commit_info
         state.files.extend_tables(fast.order, fast.adds, fast.removes)
         return
-    for version, data, path in contents:
-        actions = parse_actions(data, version=version, path=path)
-        if version == 0:
-            _check_first_commit(actions, path)
+    for status in segment.commits:
+        parsed = parse_log_name(status.name)
+        assert parsed is not None
+        data = storage.read_log_file(status.name)
+        actions = parse_actions(data, version=parsed.version, path=status.path)
+        if parsed.version == 0:
+            _check_first_commit(actions, status.path)
         state.last_commit_info = None
         state.apply(actions)
 
