@@ -166,9 +166,7 @@ def _sizes(sizes: pa.Array) -> pa.Array:
     values = sizes.cast(pa.int64())
     if values.null_count or (
         len(values)
-        and not pc.all(
-            pc.and_(pc.greater_equal(values, 0), pc.less(values, _MAX_GROUPED))
-        ).as_py()
+        and not pc.all(pc.and_(pc.greater_equal(values, 0), pc.less(values, _MAX_GROUPED))).as_py()
     ):
         return pa.array([f"{n:>12,}" for n in sizes.to_pylist()], pa.string())
     groups = []  # least significant first: n % 1000, n // 1000 % 1000, ...
@@ -203,7 +201,9 @@ def _line_array(batch: pa.RecordBatch) -> pa.Array:
 
 def _joined(lines: pa.Array) -> pa.Buffer:
     """The lines as one buffer (one copy, no Python object per line)."""
-    whole = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "")
+    whole = pc.binary_join(
+        pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), ""
+    )
     scalar = whole[0]
     assert isinstance(scalar, pa.StringScalar)
     buffer = scalar.as_buffer()

@@ -55,6 +55,10 @@ class _Fallback(Exception):
     """The exact parser must run."""
 
 
+class _RemoveLines(Exception):
+    """Lines were read for adds only, but there are remove lines too: read them again."""
+
+
 @dataclass
 class ParsedCommits:
     """The actions of consecutive commits.
@@ -226,6 +230,8 @@ def _read_rows(
         )
     except (pa.ArrowException, ValueError):
         return None
+    if table.column_names == [*actions, "remove"]:
+        raise _RemoveLines
     if (rows is not None and table.num_rows != rows) or table.column_names != list(actions):
         return None
     # Only the schema's fields, and tags (inferred: read again from the lines), may be there.
@@ -349,9 +355,17 @@ def _joined(parts: list[ParsedCommits]) -> ParsedCommits:
 
 
 def _find(data: bytes, forms: tuple[bytes, ...], end: int, start: int = 0) -> int:
-    """Where the first of ``forms`` occurs in ``data[start:end]`` (-1 when none does)."""
-    found = [i for i in (data.find(form, start, end) for form in forms) if i >= 0]
-    return min(found) if found else -1
+    """Where the first of ``forms`` occurs in ``data[start:end]`` (-1 when none does).
+
+    Each later form is looked for only before the earliest place found so far, so a form that
+    is absent costs a scan of the text before the first line of that kind, not of all of it.
+    """
+    best = -1
+    for form in forms:
+        at = data.find(form, start, end if best < 0 else best)
+        if at >= 0:
+            best = at
+    return best
 
 
 def _file_span(data: bytes) -> tuple[int, int] | None:
@@ -428,18 +442,40 @@ def _parse_compact(
     add_keys = _key_order(first_add, "add", columns) if first_add is not None else columns
     if add_keys is None:
         return None
-    # Remove lines are looked for only once the reader has shown there are some.
-    remove_keys = columns
+    # The reader is told only about the kinds of lines the blocks have (a null struct column
+    # for a kind that is absent costs a third of the read); any other line gets a column of
+    # its own, and the reader's result is refused.
+    kinds: dict[str, Sequence[str]] = {}
+    if first_add is not None:
+        kinds["add"] = add_keys
+    if first_add is None or any(
+        _ends_with_remove(data, *span) for (_, data), span in zip(commits, spans, strict=True)
+    ):
+        kinds["remove"] = columns  # the key order is checked below, once a remove line is read
     text = blocks[0] if len(blocks) == 1 else memoryview(b"\n".join(blocks))
     del blocks
-    table = _read_rows(text, None, {"add": add_keys, "remove": remove_keys})
+    try:
+        table = _read_rows(text, None, kinds)
+    except _RemoveLines:  # removes only in the middle of a block: rare enough to read twice
+        kinds["remove"] = columns
+        table = _read_rows(text, None, kinds)
     if table is None:
         return None
-    if _has_tags(table.schema.field("add").type) or _has_tags(table.schema.field("remove").type):
+    if any(_has_tags(table.schema.field(kind).type) for kind in kinds):
         table = table.combine_chunks()  # tags are read line by line, for all rows at once
     adds: list[pa.StructArray] = []
     removes: list[pa.StructArray] = []
     for batch in table.to_batches():
+        if len(kinds) == 1 and batch.column(0).null_count:
+            return None  # a line that is not this kind of action (say, ``{}``)
+        if "remove" not in kinds:
+            out.order += [True] * batch.num_rows
+            adds.append(batch.column("add"))
+            continue
+        if "add" not in kinds:
+            out.order += [False] * batch.num_rows
+            removes.append(batch.column("remove"))
+            continue
         add_column, remove_column = batch.column("add"), batch.column("remove")
         is_add = add_column.is_valid()
         if not pc.all(pc.xor(is_add, remove_column.is_valid())).as_py():
@@ -453,7 +489,7 @@ def _parse_compact(
             removes.append(remove_column.filter(pc.invert(is_add)))
     if any(len(r) for r in removes):
         first_remove = _first_line(commits, spans, _REMOVES)
-        if first_remove is None or _key_order(first_remove, "remove", columns) != remove_keys:
+        if first_remove is None or _key_order(first_remove, "remove", columns) != columns:
             return None  # partition keys in another order: the general path reads them
     if first_add is None and any(len(a) for a in adds):
         return None  # add lines, none of them compact: the general path reads them
@@ -473,7 +509,7 @@ def _parse_compact(
             out.adds = pa.concat_tables(parts)
     tombstones = []
     for column in removes:
-        checked = _checked(column, remove_keys)
+        checked = _checked(column, columns)
         if checked is None or checked.field("path").null_count:
             return None
         if _has_tags(checked.type):  # checked, not kept
@@ -492,6 +528,16 @@ def _tombstones(column: pa.StructArray) -> pa.Table:
     i = TOMBSTONES_SCHEMA.get_field_index("data_change")
     data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
     return removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
+
+
+def _ends_with_remove(data: bytes, start: int, end: int) -> bool:
+    """Whether a block of file actions starts or ends with a remove line (found without a scan)."""
+    if start == end:
+        return False
+    if data.startswith(_REMOVES, start):
+        return True
+    last = data.rfind(b"\n", start, end) + 1
+    return data.startswith(_REMOVES, max(last, start))
 
 
 def _has_tags(t: pa.DataType) -> bool:
