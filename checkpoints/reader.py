@@ -149,6 +149,33 @@ def _row_groups_with(pf: pq.ParquetFile, action: str) -> list[int]:
     return out
 
 
+def _never_set(pf: pq.ParquetFile, action: str, name: str, t: pa.DataType) -> bool:
+    """Whether the file's statistics show field ``name`` of ``action`` null in every row.
+
+    Such a field (deletion vectors, row ids, clustering provider on most tables) is not read:
+    the reader fills it with nulls, which costs neither decoding nor memory per row. Maps and
+    lists are always read (their statistics cannot tell an empty one from a null one).
+    """
+    if pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        return False
+    meta = pf.metadata
+    prefix = f"{action}.{name}"
+    leaves = [
+        i
+        for i in range(meta.num_columns)
+        if (path := meta.schema.column(i).path) == prefix or path.startswith(prefix + ".")
+    ]
+    if not leaves:
+        return False
+    for rg in _row_groups_with(pf, action):
+        group = meta.row_group(rg)
+        for i in leaves:
+            stats = group.column(i).statistics
+            if stats is None or not stats.has_null_count or stats.null_count != group.num_rows:
+                return False
+    return True
+
+
 BATCH_ROWS = 64 * 1024
 
 
@@ -226,8 +253,12 @@ def _read_parquet(
             for action, fields in wanted.items():
                 if not fields or not _has_struct_column(top, action, path):
                     continue
-                kids = {f.name for f in top.field(action).type}
-                columns = [f"{action}.{f}" for f in fields if f in kids] or [action]
+                kids = {f.name: f.type for f in top.field(action).type}
+                columns = [
+                    f"{action}.{f}"
+                    for f in fields
+                    if f in kids and not _never_set(pf, action, f, kids[f])
+                ] or [action]
                 table = _read_columns(pf, columns, action)
                 if table is not None:
                     part = _file_table(table.column(action), fields, action)

@@ -361,3 +361,49 @@ def test_checkpoint_row_groups_separate_actions(tmp_path: Path) -> None:
     assert _row_groups_with(pf, "protocol") == [0]
     assert _row_groups_with(pf, "add") == [1]
     assert _row_groups_with(pf, "remove") == [2]
+
+
+def _dv(i: int) -> dict[str, object]:
+    return {
+        "storageType": "u",
+        "pathOrInlineDv": f"ab^-aqEH.-t@S}}K{{vb[{i}",
+        "offset": 1,
+        "sizeInBytes": 36,
+        "cardinality": 2,
+    }
+
+
+@pytest.mark.parametrize("with_dv", [None, 0, 7])
+def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int | None) -> None:
+    """A field the statistics show null in every row group comes back null; any value is kept."""
+    from deltalog.checkpoints.reader import _never_set, read_checkpoint
+    from deltalog.checkpoints.schema import ADD
+    from deltalog.logstores.local import LocalLogStore
+
+    rows = [
+        {
+            "path": f"f{i}.parquet",
+            "partitionValues": [],
+            "size": i,
+            "modificationTime": 1,
+            "dataChange": True,
+            "deletionVector": _dv(i) if i == with_dv else None,
+            "baseRowId": i if i == with_dv else None,
+        }
+        for i in range(8)
+    ]
+    column = pa.array(rows, ADD)
+    path = tmp_path / "00000000000000000001.checkpoint.parquet"
+    pq.write_table(pa.table({"add": column}), path, row_group_size=3)
+    dv_type = ADD.field("deletionVector").type
+    assert _never_set(pq.ParquetFile(path), "add", "deletionVector", dv_type) == (with_dv is None)
+    data = read_checkpoint(
+        LocalLogStore(), [str(path)], add_fields=("path", "deletionVector", "baseRowId")
+    )
+    (got,) = data.adds
+    assert got.column("path").to_pylist() == [r["path"] for r in rows]
+    assert got.column("baseRowId").to_pylist() == [r["baseRowId"] for r in rows]
+    dvs = got.column("deletionVector").to_pylist()
+    assert [d is not None for d in dvs] == [i == with_dv for i in range(8)]
+    if with_dv is not None:
+        assert dvs[with_dv] == {**_dv(with_dv), "maxRowIndex": None}
