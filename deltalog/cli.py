@@ -152,7 +152,9 @@ def _stamps(ms: pa.Array) -> pa.Array:
     """:func:`_ts` of each value, formatted by Arrow where every value is in its range."""
     in_range = pc.and_(pc.greater_equal(ms, 0), pc.less_equal(ms, _MAX_MS))
     if len(ms) and pc.all(in_range).as_py():
-        text = pc.strftime(ms.cast(pa.timestamp("ms", tz="UTC")), format="%Y-%m-%d %H:%M:%S")
+        # Arrow's text form of a timestamp is _ts's without the zone: 2023-11-14 22:13:20.123
+        # (a zone-aware cast would give the Z too, but looks the zone up row by row: 20x slower).
+        text = ms.cast(pa.timestamp("ms")).cast(pa.string())
         return pc.fill_null(pc.binary_join_element_wise(text, "Z", ""), "-")
     return pa.array([_ts(m) for m in ms.to_pylist()], pa.string())
 
