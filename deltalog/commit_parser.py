@@ -289,9 +289,13 @@ GROUP_BYTES = 64 << 20
 
 
 def commit_groups(
-    commits: Iterable[tuple[int, bytes]], limit: int = GROUP_BYTES
+    commits: Iterable[tuple[int, bytes]], limit: int | None = None
 ) -> Iterator[list[tuple[int, bytes]]]:
-    """Consecutive commits in groups of at most ``limit`` bytes (a bigger commit is alone)."""
+    """Consecutive commits in groups of at most ``limit`` bytes (a bigger commit is alone).
+
+    ``limit`` defaults to :data:`GROUP_BYTES`.
+    """
+    limit = GROUP_BYTES if limit is None else limit
     group: list[tuple[int, bytes]] = []
     size = 0
     for commit in commits:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -380,7 +381,7 @@ def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int
     from deltalog.checkpoints.schema import ADD
     from deltalog.logstores.local import LocalLogStore
 
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "path": f"f{i}.parquet",
             "partitionValues": [],

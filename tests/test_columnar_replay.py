@@ -7,6 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import deltalog.commit_parser as commit_parser
 import deltalog.replay as replay_module
 from deltalog import DeltaLogError
 from deltalog.commit_parser import parse_commits
@@ -51,6 +52,32 @@ def test_columnar_equals_exact_on_golden_tables(name: str, monkeypatch: pytest.M
     fast = _snapshot(GOLDEN / name, True, monkeypatch)
     exact = _snapshot(GOLDEN / name, False, monkeypatch)
     assert fast == exact
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/delta-golden is absent")
+@pytest.mark.parametrize("name", _tables())
+def test_commit_groups_of_one_commit_equal_exact(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parsed a commit at a time (every group boundary crossed), the result is the same."""
+    log = GOLDEN / name / "_delta_log"
+    contents = [
+        (int(p.name[:20]), p.read_bytes())
+        for p in sorted(log.glob("*.json"))
+        if p.name[:20].isdigit() and len(p.name) == 25
+    ]
+    taken = parse_commits(contents, None) is not None
+    monkeypatch.setattr(commit_parser, "GROUP_BYTES", 1)
+    assert (parse_commits(contents, None) is not None) == taken  # still columnar if it was
+    fast = _snapshot(GOLDEN / name, True, monkeypatch)
+    exact = _snapshot(GOLDEN / name, False, monkeypatch)
+    assert fast == exact
+
+
+def test_commit_groups_are_bounded() -> None:
+    commits = [(v, b"x" * size) for v, size in enumerate([5, 5, 20, 1, 1, 1])]
+    groups = [[v for v, _ in g] for g in commit_parser.commit_groups(commits, limit=10)]
+    assert groups == [[0, 1], [2], [3, 4, 5]]
 
 
 @pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/delta-golden is absent")

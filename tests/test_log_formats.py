@@ -16,6 +16,7 @@ import orjson
 import pytest
 from test_columnar_replay import GOLDEN, _partitions, _snapshot, _tables
 
+import deltalog.commit_parser as commit_parser
 from deltalog.commit_parser import parse_commits
 
 Encoder = Callable[[dict[str, Any]], bytes]
@@ -199,3 +200,56 @@ def test_golden_tables_reformatted(
         fast, exact = _same(dst, monkeypatch)
         assert fast == exact, name
     assert taken[fmt] == taken["original"], taken
+
+
+def _remove(i: int) -> dict[str, Any]:
+    return {
+        "remove": {
+            "path": f"a=x/b={i}/f{i}.parquet",
+            "deletionTimestamp": 7,
+            "dataChange": True,
+            "partitionValues": {"a": "x", "b": str(i) if i % 3 else None},
+            "size": 100 + i,
+        }
+    }
+
+
+@pytest.mark.parametrize("group_bytes", [None, 1])
+@pytest.mark.parametrize("fmt", ["compact", "spaced"])
+def test_removes_inside_a_block_and_alone(
+    fmt: str, group_bytes: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adds are read alone unless a block starts or ends with a remove: a remove between adds
+    (read again with both kinds) and commits of removes only give the exact result."""
+    commits = [
+        [*_protocol_metadata(["a", "b"]), *(_add(i) for i in range(10))],
+        [_add(10), _remove(2), _add(11), _remove(4), _add(12)],  # removes in the middle
+        [_remove(5), _remove(6)],  # removes only
+        [_add(13), _add(2)],  # re-add of a removed file
+    ]
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    for v, actions in enumerate(commits):
+        (log / f"{v:020d}.json").write_bytes(b"".join(ENCODERS[fmt](a) + b"\n" for a in actions))
+    contents = [(int(p.name[:20]), p.read_bytes()) for p in sorted(log.iterdir())]
+    if group_bytes is not None:  # one commit per group: commit 1 is read twice
+        monkeypatch.setattr(commit_parser, "GROUP_BYTES", group_bytes)
+    reads: list[list[str]] = []
+    read_rows = commit_parser._read_rows
+
+    def counted(*args: Any) -> Any:
+        reads.append(list(args[2]))
+        return read_rows(*args)
+
+    monkeypatch.setattr(commit_parser, "_read_rows", counted)
+    parsed = parse_commits(contents, None)
+    assert parsed is not None
+    if group_bytes is not None:
+        assert reads[1:3] == [["add"], ["add", "remove"]]
+    assert (parsed.adds.num_rows, parsed.removes.num_rows) == (15, 4)
+    assert parsed.order[10:15] == [True, False, True, False, True]
+    fast, exact = _same(tmp_path, monkeypatch)
+    assert not isinstance(fast, type)
+    assert fast == exact
+    files = sorted(r["path"] for r in fast[3])  # type: ignore[index]
+    assert len(files) == 11 and "a=x/b=2/f2.parquet" in files and "a=x/b=5/f5.parquet" not in files
