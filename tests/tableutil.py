@@ -21,7 +21,7 @@ def write_parquet(root: str | Path, relative: str, table: pa.Table) -> str:
 
 def parquet_on_disk(root: str | Path) -> set[str]:
     """Every Parquet data file under a table directory (``_delta_log`` left out)."""
-    out = set()
+    out: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "_delta_log"]
         out.update(os.path.join(dirpath, f) for f in filenames if f.endswith(".parquet"))
