@@ -12,6 +12,7 @@ canonical form (see :func:`deltalog.file_actions.canonical_path`).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -268,6 +269,15 @@ def _reader_pool() -> ThreadPoolExecutor:
         if _read_pool is None:
             _read_pool = ThreadPoolExecutor(4, thread_name_prefix="deltalog-log-read")
         return _read_pool
+
+
+def _forget_reader_pool() -> None:
+    """In a forked child: the parent's threads are gone, so its pool must not be used."""
+    global _read_pool, _read_pool_lock
+    _read_pool, _read_pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_reader_pool)
 
 
 def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[int, bytes]]:

@@ -205,6 +205,15 @@ def _io_pool() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads are gone, so its pool must not be used."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _keep_all(path: str) -> bool:
     return True
 
