@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from deltalog.actions import CommitInfo, parse_actions
-from deltalog.logstores import LogFileNotFoundError
+from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.segment import LogListing, commit_times, list_log
-from deltalog.storage import TableStorage
+from deltalog.storage import TableStorage, storage_errors
 from deltalog.user_input import check_version_number
 
 _KEY = b'"commitInfo"'
@@ -53,6 +53,24 @@ def find_commit_info(data: bytes, version: int = 0, path: str = "") -> CommitInf
     return None
 
 
+#: Commit files bigger than this have their first bytes read first: delta-spark writes the
+#: commitInfo line first, so the rest (the file actions) is usually never read.
+HEAD_BYTES = 64 << 10
+
+
+def _commit_info(storage: TableStorage, status: FileStatus, version: int) -> CommitInfo | None:
+    """The commitInfo of one commit, from its first complete lines when they hold it."""
+    path = storage.log_file(status.name)
+    if status.size > HEAD_BYTES:
+        with storage_errors(f"cannot read {status.name}"), storage.store.open_input(path) as fh:
+            head = fh.read(HEAD_BYTES)
+        complete = head[: head.rfind(b"\n") + 1]  # a cut line is never parsed
+        info = find_commit_info(complete, version, path)
+        if info is not None:
+            return info
+    return find_commit_info(storage.read_log_file(status.name), version, path)
+
+
 def read_history(
     storage: TableStorage,
     listing: LogListing,
@@ -76,10 +94,9 @@ def read_history(
         status = listing.commits[v]
         entry: dict[str, Any] = {}
         try:
-            data = storage.read_log_file(status.name)
+            info = _commit_info(storage, status, v)
         except LogFileNotFoundError:
             break  # cleaned up while we listed
-        info = find_commit_info(data, v, storage.log_file(status.name))
         if info is not None:
             entry.update(info.to_json_dict())
             if "timestamp" in entry:

@@ -101,3 +101,39 @@ def test_malformed_commit_info_line_is_reported(tmp_path: Path) -> None:
     write_commit(tmp_path, 6, [b'{"commitInfo":{"operation":1'])
     with pytest.raises(deltalog.DeltaLogError):
         table_history(str(tmp_path), limit=1)
+
+
+@pytest.mark.parametrize("where", ["first", "last", "across_the_head", "none"])
+def test_big_commits_read_their_head_first(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big commit's commitInfo is taken from its first complete lines when it is there;
+    otherwise (later, cut by the head's end, or absent) the whole file is read."""
+    from deltalog import history
+
+    monkeypatch.setattr(history, "HEAD_BYTES", 1000)
+    write_commit(tmp_path, 0, [_info(0), _PROTOCOL, _METADATA])
+    adds = [_add(i) for i in range(40)]  # ~100 bytes each: the file is well over the head
+    k = max(i for i in range(40) if sum(len(a) + 1 for a in adds[:i]) < 1000)
+    lines = {
+        "first": [_info(1), *adds],
+        "last": [*adds, _info(1)],
+        "across_the_head": [*adds[:k], _info(1), *adds[k:]],  # starts before byte 1000
+        "none": adds,
+    }[where]
+    write_commit(tmp_path, 1, lines)
+    data = (tmp_path / "_delta_log" / f"{1:020d}.json").read_bytes()
+    if where == "across_the_head":
+        start = data.find(b'{"commitInfo"')
+        assert start < 1000 < data.find(b"\n", start)
+    full_reads: list[str] = []
+    original = TableStorage.read_log_file
+
+    def counting(self: TableStorage, name: str) -> bytes:
+        full_reads.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(TableStorage, "read_log_file", counting)
+    entry = table_history(str(tmp_path), limit=1)[0]
+    assert entry.get("operation") == (None if where == "none" else "OP1")
+    assert (f"{1:020d}.json" in full_reads) == (where != "first")
