@@ -12,11 +12,10 @@ canonical form (see :func:`deltalog.file_actions.canonical_path`).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -64,6 +63,7 @@ from deltalog.paths import parse_log_name
 from deltalog.segment import LISTING_ATTEMPTS, LogListing, LogSegment, build_segment, list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
+from deltalog.worker_pool import worker_pool
 
 __all__ = [
     "FILES_SCHEMA",
@@ -259,25 +259,6 @@ def commit_timestamp(info: CommitInfo | None, metadata: Metadata, file_mtime: in
 
 #: Commit bytes read ahead of the parser (at least one file is always in flight).
 _READ_AHEAD_BYTES = 64 << 20
-_read_pool: ThreadPoolExecutor | None = None
-_read_pool_lock = threading.Lock()
-
-
-def _reader_pool() -> ThreadPoolExecutor:
-    global _read_pool
-    with _read_pool_lock:
-        if _read_pool is None:
-            _read_pool = ThreadPoolExecutor(4, thread_name_prefix="deltalog-log-read")
-        return _read_pool
-
-
-def _forget_reader_pool() -> None:
-    """In a forked child: the parent's threads are gone, so its pool must not be used."""
-    global _read_pool, _read_pool_lock
-    _read_pool, _read_pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_reader_pool)
 
 
 def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[int, bytes]]:
@@ -294,7 +275,7 @@ def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[
             for status in statuses:
                 parsed = parse_log_name(status.name)
                 assert parsed is not None
-                future = _reader_pool().submit(storage.read_log_file, status.name)
+                future = worker_pool().submit(storage.read_log_file, status.name)
                 pending.append((parsed.version, status.size, future))
                 in_flight += status.size
                 if in_flight >= _READ_AHEAD_BYTES:

@@ -237,9 +237,9 @@ def test_removes_inside_a_block_and_alone(
     reads: list[list[str]] = []
     read_rows = commit_parser._read_rows
 
-    def counted(*args: Any) -> Any:
+    def counted(*args: Any, **kwargs: Any) -> Any:
         reads.append(list(args[2]))
-        return read_rows(*args)
+        return read_rows(*args, **kwargs)
 
     monkeypatch.setattr(commit_parser, "_read_rows", counted)
     parsed = parse_commits(contents, None)
