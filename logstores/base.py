@@ -48,6 +48,8 @@ class LogStore(ABC):
     * ``list_from(path)`` yields the entries of ``path``'s directory whose names sort at or after
       ``path``'s name, in lexicographic order, and reflects every write that has returned.
     * Errors are :class:`~logstores.errors.LogStoreError` subclasses; no SDK exception escapes.
+    * Methods may be called from several threads at once (readers fetch commits side by side,
+      maintenance lists and deletes in parallel).
     """
 
     #: Whether a reader can observe a file before its writer finished writing it.
