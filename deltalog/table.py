@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 
 from deltalog import in_commit_timestamps as ict
 from deltalog.actions import Metadata, Protocol, serialize_actions
-from deltalog.check import CheckReport, check_storage
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checksum import write_first_checksum
@@ -57,6 +56,8 @@ from deltalog.vacuum import vacuum as run_vacuum
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
+
+    from deltalog.check import CheckReport
 
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
@@ -633,6 +634,8 @@ class DeltaTable:
         Returns:
             The findings; ``report.ok`` is true when there is no error.
         """
+        from deltalog.check import check_storage  # a large module, loaded when used
+
         return check_storage(self._storage, data_files=data_files)
 
     def checkpoint(self) -> LastCheckpoint:
