@@ -196,6 +196,8 @@ def _append_keys(base: pa.ChunkedArray, new: pa.ChunkedArray) -> pa.ChunkedArray
     """Keys aligned row for row with ``_append``'s result."""
     if not len(new):
         return base
+    if not len(base):
+        return new
     chunks = [c for c in base.chunks if len(c)] + [c for c in new.chunks if len(c)]
     return pa.chunked_array(_merge_tail(chunks, pa.concat_arrays), type=pa.string())
 
