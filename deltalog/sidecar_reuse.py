@@ -41,7 +41,13 @@ from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checkpoints.v2 import ReusedSidecar
 from deltalog.errors import DeltaLogError
-from deltalog.file_actions import arrow_keys, canonical_path, canonical_paths, scheme_prefix
+from deltalog.file_actions import (
+    arrow_keys,
+    canonical_path,
+    canonical_paths,
+    file_key,
+    scheme_prefix,
+)
 from deltalog.logstores import LogStore
 from deltalog.paths import SIDECAR_DIR
 from deltalog.replay import read_commit
@@ -236,29 +242,57 @@ def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar
     return _Sidecar(size, arrow_keys(files, prefix), canonical_paths(files.column("path"), prefix))
 
 
-def _touched_paths(
-    storage: TableStorage, commits: Iterable[tuple[int, str]], prefix: str
-) -> set[str]:
-    """Canonical paths of every file added or removed by the given commits."""
-    touched: set[str] = set()
+@dataclass(frozen=True, slots=True)
+class _Since:
+    """The commits after the previous checkpoint, by the files they touched.
+
+    Attributes:
+        paths: Canonical path of every file they added or removed.
+        added: File key of every file they added.
+    """
+
+    paths: pa.Array
+    added: pa.Array
+
+
+def _since(storage: TableStorage, commits: Iterable[tuple[int, str]], prefix: str) -> _Since:
+    """What the given commits touched (read and parsed exactly)."""
+    paths: set[str] = set()
+    added: set[str] = set()
     for version, name in commits:
         for action in read_commit(storage, name, version):
             if isinstance(action, AddFile | RemoveFile):
-                touched.add(canonical_path(action.path, prefix))
-    return touched
+                paths.add(canonical_path(action.path, prefix))
+            if isinstance(action, AddFile):
+                added.add(file_key(action.path, action.dv_id, prefix))
+    return _Since(pa.array(paths, pa.string()), pa.array(added, pa.string()))
 
 
 _UNREADABLE = (CheckpointError, DeltaLogError, OSError, ValueError, KeyError, TypeError)
 
 
-def _previous(
-    storage: TableStorage, version: int, prefix: str
-) -> tuple[int, list[tuple[dict[str, Any], _Sidecar]]] | None:
-    """The newest checkpoint at or before ``version`` with reusable sidecars, untouched since.
+@dataclass(frozen=True, slots=True)
+class _Previous:
+    """The previous checkpoint's add sidecars and the commits since.
+
+    Attributes:
+        version: Its version.
+        sidecars: Its sidecars holding only adds, in the order it lists them, each with
+            whether no commit since touched a file of it.
+        since: What the commits since touched.
+    """
+
+    version: int
+    sidecars: list[tuple[dict[str, Any], _Sidecar, bool]]
+    since: _Since
+
+
+def _previous(storage: TableStorage, version: int, prefix: str) -> _Previous | None:
+    """The newest checkpoint at or before ``version`` and its sidecars holding only adds.
 
     Returns:
-        Its version and its sidecars (action and keys) that hold only adds no commit since
-        touched, in the order it lists them; ``None`` when there is none.
+        ``None`` when there is no such checkpoint, it has no sidecars, or a commit between it
+        and ``version`` is missing.
     """
     listing = list_log(storage)
     older = [v for v in listing.checkpoints if v <= version]
@@ -276,18 +310,15 @@ def _previous(
     if not actions:
         return None
     commits = [(v, listing.commits[v].name) for v in range(base + 1, version + 1)]
-    touched = pa.array(_touched_paths(storage, commits, prefix), pa.string())
+    since = _since(storage, commits, prefix)
     out = []
     for action in actions:
         name = action.get("path")
-        if (
-            not isinstance(name, str)
-            or "/" in name
-            or not isinstance(action.get("sizeInBytes"), int)
-        ):
+        size = action.get("sizeInBytes")
+        if not isinstance(name, str) or "/" in name or not isinstance(size, int):
             continue  # only plain names in _sidecars, as deltalog and delta-spark write them
         location = _location(storage, name)
-        sidecar = _cache.get(location, int(action["sizeInBytes"]))
+        sidecar = _cache.get(location, size)
         if sidecar is None:
             try:
                 sidecar = _read_sidecar(storage, location, prefix)
@@ -296,12 +327,13 @@ def _previous(
             if sidecar is None:
                 continue
             _cache.put(location, sidecar)
-        if sidecar.size != action["sizeInBytes"] or not len(sidecar.keys):
+        if sidecar.size != size or not len(sidecar.keys):
             continue
-        if len(touched) and pc.any(pc.is_in(sidecar.paths, value_set=touched)).as_py():
-            continue
-        out.append((action, sidecar))
-    return base, out
+        touched = bool(
+            len(since.paths) and pc.any(pc.is_in(sidecar.paths, value_set=since.paths)).as_py()
+        )
+        out.append((action, sidecar, not touched))
+    return _Previous(base, out, since)
 
 
 def _merge_small(
@@ -330,8 +362,13 @@ def plan_reuse(
 ) -> ReusePlan:
     """Which sidecars of the previous checkpoint a V2 checkpoint of ``snapshot`` can reuse.
 
-    Anything unexpected (the previous checkpoint or a sidecar unreadable, a commit since
-    missing, counts that do not add up) plans no reuse: every add is written again.
+    The rows written again are found without hashing the whole table: they are the live rows
+    whose key is in a sidecar not kept or was added by a commit since. The live rows must then
+    be exactly those plus the kept sidecars' rows (they are, when the previous checkpoint was
+    right: no commit since touched a kept sidecar's paths, and a live file is either in the
+    previous checkpoint or added since). Anything else (the previous checkpoint or a sidecar
+    unreadable, a sidecar holding tombstones, a commit since missing, counts that do not add
+    up) plans no reuse: every add is written again, in reusable sidecars.
 
     Args:
         storage: The table's storage.
@@ -350,23 +387,33 @@ def plan_reuse(
     if not reuse:
         return everything
     try:
-        previous = _previous(storage, snapshot.version, prefix)
+        return _plan(storage, snapshot, all_keys, max_adds, prefix) or everything
     except (*_UNREADABLE, pa.ArrowException):
         return everything
-    if previous is None or not previous[1]:
-        return everything
-    base, candidates = previous
+
+
+def _plan(
+    storage: TableStorage, snapshot: Snapshot, all_keys: pa.Array, max_adds: int, prefix: str
+) -> ReusePlan | None:
+    """:func:`plan_reuse` when something can be reused, else ``None``."""
+    previous = _previous(storage, snapshot.version, prefix)
+    if previous is None:
+        return None
+    total = len(all_keys)
+    candidates = [(a, s) for a, s, untouched in previous.sidecars if untouched]
     pending = total - sum(len(s.keys) for _, s in candidates)
     kept = _merge_small(candidates, pending, max_adds)
     if not kept:
-        return everything
-    covered = pa.chunked_array([s.keys for _, s in kept], pa.string())
-    fresh = pc.invert(pc.is_in(all_keys, value_set=covered))
+        return None
+    kept_names = {str(a["path"]) for a, _ in kept}
+    rewritten = [s.keys for a, s, _ in previous.sidecars if str(a["path"]) not in kept_names]
+    value_set = pa.chunked_array([*rewritten, previous.since.added], pa.string())
+    fresh = pc.is_in(all_keys, value_set=value_set)
     fresh_count = int(pc.sum(fresh.cast(pa.int64())).as_py() or 0)
-    if fresh_count + len(covered) != total:
-        return everything  # a reused add is not live: the previous checkpoint was wrong
+    if fresh_count + sum(len(s.keys) for _, s in kept) != total:
+        return None  # live files outside the sidecars read, or a wrong checkpoint
     reused = [ReusedSidecar(action, len(s.keys)) for action, s in kept]
-    return ReusePlan(reused, fresh, all_keys.filter(fresh), base)
+    return ReusePlan(reused, fresh, all_keys.filter(fresh), previous.version)
 
 
 def forget_sidecars() -> None:
