@@ -234,6 +234,7 @@ def test_a_sidecar_with_a_removed_or_readded_file_is_not_reused(
     _commit(other, [_add("c1.parquet", 301)])  # checkpoint at 6
     third = [s["path"] for s in _check_counts(tmp_path)]
     assert b_side not in third
+    assert tombstones[0] not in third  # a sidecar holding tombstones is never referenced again
     via_cp = _through_checkpoint(tmp_path)
     files = dict(zip(*via_cp.files().select(["path", "size"]).to_pydict().values(), strict=True))
     assert files == {
