@@ -113,6 +113,26 @@ def checkpoint_table(data: Path, n: int) -> Path:
     return br.ensure_table(data, w, {})
 
 
+def write_v2_table(source: Path, table: Path) -> None:
+    """A copy of ``source`` moved to ``delta.checkpointPolicy=v2``, with a V2 checkpoint.
+
+    Version ``n+1`` adds the ``v2Checkpoint`` feature and the property; the checkpoint of it is
+    written with sidecars of :data:`deltalog.sidecar_reuse.MAX_SIDECAR_ADDS` adds.
+    """
+    import deltalog
+    from deltalog.actions import Protocol
+
+    shutil.copytree(source, table, ignore=shutil.ignore_patterns(MARKER, br.MARKER))
+    t = deltalog.DeltaTable(str(table))
+    old = t.protocol()
+    writer = {"appendOnly", "invariants", *(old.writer_features or ()), "v2Checkpoint"}
+    reader = {*(old.reader_features or ()), "v2Checkpoint"}
+    with t.transaction("SET TBLPROPERTIES") as tx:
+        tx.update_protocol(Protocol(3, 7, sorted(reader), sorted(writer)))
+        tx.update_metadata(configuration={"delta.checkpointPolicy": "v2"})
+    t.checkpoint()
+
+
 def write_data_files(table: Path, count: int) -> list[str]:
     """``count`` small Parquet files (10 rows, the bench schema) under ``part=K/``."""
     import pyarrow as pa
@@ -224,6 +244,26 @@ def rows(quick: bool) -> list[Row]:
             rss_target=None,
             args={"commits": 100 if quick else 1000, "rs_commits": 3},
         ),
+        *(
+            Row(
+                f"append_v2cp{suffix}_{big}",
+                f"sustained append_files, {100 if quick else 1000} commits, {big:,}-file "
+                "table, delta.checkpointPolicy=v2, default checkpoint interval, checkpoints "
+                f"{how}: sidecar reuse vs DELTALOG_SIDECAR_REUSE=0 (mean time per commit, "
+                "checkpoints included)",
+                "cp_big_v2",
+                "dl_append_v2",
+                "dl_append_v2_noreuse",
+                baseline="no reuse",
+                time_target=None,
+                rss_target=None,
+                args={"commits": 100 if quick else 1000, "background": background},
+            )
+            for suffix, how, background in (
+                ("", "on the background thread (only the newest due one when behind)", True),
+                ("_inline", "inline, every due one written", False),
+            )
+        ),
         Row(
             "append_p50_1000",
             "the same on a 1,000-file table (deltalog big/small p50 ≤ 2)",
@@ -293,6 +333,12 @@ def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
         )
     if "cp_big" in needed:
         out["cp_big"] = checkpoint_table(data, 1_000_000 // k)
+    if "cp_big_v2" in needed:
+        big = 1_000_000 // k
+        source = checkpoint_table(data, big)
+        out["cp_big_v2"] = ensure(
+            data, f"cp_n{big}_v2", {"n": big}, lambda t: write_v2_table(source, t)
+        )
     if "cp_small" in needed:
         out["cp_small"] = checkpoint_table(data, 1000)
     return out
@@ -343,6 +389,52 @@ def _summary(lat: list[float], total: float, metric: str) -> dict[str, Any]:
         "max_ms": max(lat) * 1e3,
         "commits": len(lat),
         "commits_per_s": len(lat) / total,
+    }
+
+
+def _append_v2(path: str, args: dict[str, Any], *, reuse: bool) -> dict[str, Any]:
+    """``append_files`` commits with the checkpoints' wall and CPU time (their thread's)."""
+    import os
+
+    import deltalog
+    from deltalog import maintenance
+
+    os.environ["DELTALOG_SIDECAR_REUSE"] = "1" if reuse else "0"
+    cost = {"checkpoints": 0, "wall": 0.0, "cpu": 0.0}
+    real = maintenance.write_snapshot_checkpoint
+
+    def timed(storage: Any, snapshot: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return real(storage, snapshot)
+        finally:
+            cost["checkpoints"] += 1
+            cost["wall"] += time.perf_counter() - wall
+            cost["cpu"] += time.thread_time() - cpu
+
+    maintenance.write_snapshot_checkpoint = timed  # type: ignore[assignment]
+    n = args["commits"]
+    rels = write_data_files(Path(path), n)
+    t = deltalog.DeltaTable(path, background_checkpoints=args["background"])
+    t.files(with_stats=False)
+    lat, total = _latencies(lambda i: t.append_files([rels[i]]) and None, n)
+    w0 = time.perf_counter()
+    t.wait_for_checkpoints()
+    total += time.perf_counter() - w0
+    out = _summary(lat, total, "mean")
+    out["seconds"] = total / n  # sustained: the wait for the last checkpoints included
+    sidecars = sum(1 for _ in (Path(path) / "_delta_log" / "_sidecars").iterdir())
+    return {
+        **out,
+        "n_files": t.files(with_stats=False).num_rows,
+        "checkpoints": cost["checkpoints"],
+        "cp_wall_s": cost["wall"],
+        "cp_cpu_s": cost["cpu"],
+        "cp_wall_ms_per_commit": cost["wall"] / n * 1e3,
+        "cp_cpu_ms_per_commit": cost["cpu"] / n * 1e3,
+        "cp_wall_ms_each": cost["wall"] / max(1, cost["checkpoints"]) * 1e3,
+        "cp_cpu_ms_each": cost["cpu"] / max(1, cost["checkpoints"]) * 1e3,
+        "sidecar_files": sidecars,
     }
 
 
@@ -400,6 +492,8 @@ def op(name: str, path: str, args: dict[str, Any]) -> dict[str, Any]:
         t.wait_for_checkpoints()
         total += time.perf_counter() - w0
         return {**_summary(lat, total, args.get("metric", "p50")), "n_files": t.files().num_rows}
+    if name in ("dl_append_v2", "dl_append_v2_noreuse"):
+        return _append_v2(path, args, reuse=name == "dl_append_v2")
     if name == "rs_append":
         from deltalake.transaction import AddAction
 
@@ -537,7 +631,15 @@ def table_lines(results: list[dict[str, Any]]) -> list[list[str]]:
                 f"RSS ≤ {r['rss_target']}: {'pass' if rr <= r['rss_target'] else 'FAIL'}"
             )
         extra = ""
-        if "p50_ms" in a:
+        if "cp_wall_s" in a:
+            extra = "; ".join(
+                f"{label}: {side['commits_per_s']:.1f} commits/s, {side['checkpoints']:.0f} "
+                f"checkpoints of {side['cp_wall_ms_each']:.0f} ms, checkpoint wall/CPU per commit "
+                f"{side['cp_wall_ms_per_commit']:.1f}/{side['cp_cpu_ms_per_commit']:.1f} ms"
+                for label, side in (("reuse", a), ("no reuse", b))
+                if side
+            )
+        elif "p50_ms" in a:
             extra = (
                 f"dl p50/p99/max {a['p50_ms']:.1f}/{a['p99_ms']:.1f}/{a['max_ms']:.0f} ms, "
                 f"{a['commits_per_s']:.0f}/s; rs p50 {b.get('p50_ms', 0):.1f} ms, "

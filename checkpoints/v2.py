@@ -16,18 +16,28 @@ Layout (the protocol's "V2 spec" with "UUID-named" file naming, as delta-spark w
 Every file is published with create-if-absent under a fresh UUID, so a checkpoint is complete
 before its top-level file exists and never overwritten. Sidecars are written before the
 top-level file that references them.
+
+With ``reused`` sidecars (see :mod:`deltalog.sidecar_reuse`), the checkpoint references
+sidecars of an earlier checkpoint unchanged, first, and writes only the other adds, in
+sidecars of at most ``max_sidecar_adds`` adds each, then the tombstones in a sidecar of their
+own, so that its add sidecars can be reused in turn. Each reused sidecar is checked to exist,
+with its recorded size, just before the top-level file is written
+(:class:`~.errors.IncompleteCheckpointError` otherwise, and nothing is referenced).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
-from deltalog.logstores import LogStore
+from deltalog.logstores import LogFileNotFoundError, LogStore
 
+from .errors import IncompleteCheckpointError
 from .last_checkpoint import LastCheckpoint
 from .schema import ADD, REMOVE
 from .writer import CheckpointContent, _batches, _to_parquet, publish_pointer
@@ -41,40 +51,108 @@ def v2_checkpoint_name(version: int, unique: str) -> str:
     return f"{version:020d}.checkpoint.{unique}.json"
 
 
+@dataclass(frozen=True, slots=True)
+class ReusedSidecar:
+    """A sidecar of an earlier checkpoint, referenced again unchanged.
+
+    Attributes:
+        action: Its ``sidecar`` action body as the earlier checkpoint wrote it (``path``,
+            ``sizeInBytes``, ``modificationTime``, optional ``tags``).
+        adds: Its rows, all ``add`` actions (a sidecar holding tombstones is never reused).
+    """
+
+    action: Mapping[str, Any]
+    adds: int
+
+
+def _publish_sidecar(store: LogStore, log_path: str, sections: list[pa.Table]) -> dict[str, Any]:
+    """Write one sidecar (fresh UUID name, create-if-absent); its ``sidecar`` action body."""
+    data, _ = _to_parquet(sections, SIDECAR_SCHEMA)
+    name = f"{uuid.uuid4()}.parquet"
+    location = LogStore.join(LogStore.join(log_path, SIDECAR_DIR), name)
+    store.write(location, data, overwrite=False)
+    status = store.stat(location)
+    return {"path": name, "sizeInBytes": status.size, "modificationTime": status.modification_time}
+
+
+def _check_present(store: LogStore, log_path: str, reused: Sequence[ReusedSidecar]) -> None:
+    """Raise IncompleteCheckpointError unless every reused sidecar exists with its size."""
+    directory = LogStore.join(log_path, SIDECAR_DIR)
+    for sidecar in reused:
+        name = str(sidecar.action["path"])
+        try:
+            status = store.stat(LogStore.join(directory, name))
+        except (LogFileNotFoundError, FileNotFoundError) as exc:
+            raise IncompleteCheckpointError(f"reused sidecar {name} is gone") from exc
+        if status.size != sidecar.action.get("sizeInBytes"):
+            raise IncompleteCheckpointError(f"reused sidecar {name} changed size")
+
+
+def _sidecar_actions(
+    store: LogStore,
+    log_path: str,
+    content: CheckpointContent,
+    reused: Sequence[ReusedSidecar] | None,
+    max_sidecar_adds: int,
+) -> tuple[list[dict[str, Any]], int]:
+    """Write the checkpoint's new sidecars; every sidecar action in order, and their rows."""
+    n_add = content.adds.num_rows if content.adds is not None else 0
+    n_remove = content.removes.num_rows if content.removes is not None else 0
+    if reused is None:  # one sidecar for every file action
+        if not (n_add or n_remove):
+            return [], 0
+        sections = [
+            *_batches(SIDECAR_SCHEMA, "add", content.adds, ADD),
+            *_batches(SIDECAR_SCHEMA, "remove", content.removes, REMOVE),
+        ]
+        return [_publish_sidecar(store, log_path, sections)], n_add + n_remove
+    sidecars = [dict(s.action) for s in reused]
+    rows = sum(s.adds for s in reused)
+    if n_add:
+        assert content.adds is not None
+        for start in range(0, n_add, max_sidecar_adds):
+            part = content.adds.slice(start, max_sidecar_adds)
+            sidecars.append(
+                _publish_sidecar(store, log_path, [*_batches(SIDECAR_SCHEMA, "add", part, ADD)])
+            )
+    if n_remove:
+        sections = [*_batches(SIDECAR_SCHEMA, "remove", content.removes, REMOVE)]
+        sidecars.append(_publish_sidecar(store, log_path, sections))
+    return sidecars, rows + n_add + n_remove
+
+
 def write_v2_checkpoint(
-    store: LogStore, log_path: str, content: CheckpointContent
+    store: LogStore,
+    log_path: str,
+    content: CheckpointContent,
+    *,
+    reused: Sequence[ReusedSidecar] | None = None,
+    max_sidecar_adds: int = 1 << 62,
 ) -> LastCheckpoint:
     """Write a V2 checkpoint of ``content`` and point ``_last_checkpoint`` at it.
+
+    Args:
+        store: Where the log lives.
+        log_path: The ``_delta_log`` directory.
+        content: The checkpoint's actions; with ``reused``, ``adds`` holds only the adds the
+            reused sidecars do not.
+        reused: Sidecars of an earlier checkpoint to reference unchanged (ahead of the new
+            ones); ``None`` writes every file action into one sidecar, as before reuse.
+        max_sidecar_adds: With ``reused`` (even empty), the most adds in one new sidecar.
 
     Returns:
         What was written to ``_last_checkpoint`` (or would have been, if it was newer already).
 
     Raises:
         CheckpointFormatError: The content cannot be laid out in the checkpoint schema.
+        IncompleteCheckpointError: A reused sidecar is gone (``_last_checkpoint`` is not
+            moved; the caller writes the checkpoint again without reuse).
         LogStoreError: The store failed.
     """
+    sidecars, sidecar_rows = _sidecar_actions(store, log_path, content, reused, max_sidecar_adds)
     n_add = content.adds.num_rows if content.adds is not None else 0
-    n_remove = content.removes.num_rows if content.removes is not None else 0
-    sidecars: list[dict[str, Any]] = []
-    sidecar_rows = sidecar_bytes = 0
-    if n_add or n_remove:
-        sections = [
-            *_batches(SIDECAR_SCHEMA, "add", content.adds, ADD),
-            *_batches(SIDECAR_SCHEMA, "remove", content.removes, REMOVE),
-        ]
-        data, sidecar_rows = _to_parquet(sections, SIDECAR_SCHEMA)
-        name = f"{uuid.uuid4()}.parquet"
-        location = LogStore.join(LogStore.join(log_path, SIDECAR_DIR), name)
-        store.write(location, data, overwrite=False)
-        status = store.stat(location)
-        sidecar_bytes = status.size
-        sidecars.append(
-            {
-                "path": name,
-                "sizeInBytes": status.size,
-                "modificationTime": status.modification_time,
-            }
-        )
+    n_add += sum(s.adds for s in reused or ())
+    sidecar_bytes = sum(int(s["sizeInBytes"]) for s in sidecars)
     tags = {
         "sidecarNumActions": str(sidecar_rows),
         "sidecarSizeInBytes": str(sidecar_bytes),
@@ -86,8 +164,12 @@ def write_v2_checkpoint(
     top = b"".join(orjson.dumps(line) + b"\n" for line in lines)
     name = v2_checkpoint_name(content.version, str(uuid.uuid4()))
     location = LogStore.join(log_path, name)
+    _check_present(store, log_path, reused or ())
     store.write(location, top, overwrite=False)
     status = store.stat(location)
+    # A reused sidecar deleted while the top-level file was written (log cleanup racing a
+    # stale listing) leaves this checkpoint incomplete: readers skip it; do not point at it.
+    _check_present(store, log_path, reused or ())
     pointer: dict[str, Any] = {
         "version": content.version,
         "size": len(lines) + sidecar_rows,

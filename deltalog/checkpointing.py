@@ -6,11 +6,13 @@ import time
 
 import pyarrow.compute as pc
 
+from deltalog.checkpoints.errors import IncompleteCheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checkpoints.v2 import write_v2_checkpoint
 from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
 from deltalog.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONE_FIELDS, TOMBSTONES_SCHEMA
+from deltalog.sidecar_reuse import MAX_SIDECAR_ADDS, plan_reuse, reuse_enabled
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
 
@@ -51,17 +53,55 @@ def uses_v2_checkpoints(snapshot: Snapshot) -> bool:
     return policy == "v2" and "v2Checkpoint" in (snapshot.protocol.writer_features or ())
 
 
-def write_snapshot_checkpoint(storage: TableStorage, snapshot: Snapshot) -> LastCheckpoint:
+def write_snapshot_checkpoint(
+    storage: TableStorage, snapshot: Snapshot, *, reuse: bool | None = None
+) -> LastCheckpoint:
     """Write a checkpoint of ``snapshot`` and move ``_last_checkpoint`` to it.
 
-    The checkpoint is a V2 one (UUID-named, file actions in a sidecar) where
-    :func:`uses_v2_checkpoints` says so, else a classic one.
+    The checkpoint is a V2 one (UUID-named, file actions in sidecars) where
+    :func:`uses_v2_checkpoints` says so, else a classic one. A V2 checkpoint references the
+    previous checkpoint's sidecars that are still valid and writes only the other adds (see
+    :mod:`deltalog.sidecar_reuse`).
+
+    Args:
+        storage: The table's storage.
+        snapshot: The snapshot to checkpoint.
+        reuse: Whether a V2 checkpoint reuses sidecars; ``None``: unless
+            ``DELTALOG_SIDECAR_REUSE=0``.
 
     Raises:
         StorageError: The log store failed.
         CheckpointError: The snapshot cannot be laid out as a checkpoint.
     """
     content = checkpoint_content(snapshot)
-    write = write_v2_checkpoint if uses_v2_checkpoints(snapshot) else write_checkpoint
+    if not uses_v2_checkpoints(snapshot):
+        with storage_errors(f"cannot write checkpoint {snapshot.version}"):
+            return write_checkpoint(storage.store, storage.log_path, content)
+    if not (reuse_enabled() if reuse is None else reuse):
+        with storage_errors(f"cannot write checkpoint {snapshot.version}"):
+            return write_v2_checkpoint(storage.store, storage.log_path, content)
+    plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS)
+    whole = content.adds
+    if plan.reused and content.adds is not None:
+        content.adds = content.adds.filter(plan.fresh)
     with storage_errors(f"cannot write checkpoint {snapshot.version}"):
-        return write(storage.store, storage.log_path, content)
+        try:
+            last = write_v2_checkpoint(
+                storage.store,
+                storage.log_path,
+                content,
+                reused=plan.reused,
+                max_sidecar_adds=MAX_SIDECAR_ADDS,
+            )
+        except IncompleteCheckpointError:  # a reused sidecar vanished: write them all
+            content.adds = whole
+            plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS, reuse=False)
+            last = write_v2_checkpoint(
+                storage.store,
+                storage.log_path,
+                content,
+                reused=[],
+                max_sidecar_adds=MAX_SIDECAR_ADDS,
+            )
+    plan.remember(storage, last, MAX_SIDECAR_ADDS)
+    return last

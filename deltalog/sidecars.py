@@ -5,7 +5,8 @@ before the cutoff checkpoint are deleted, every checkpoint still in ``_delta_log
 its ``sidecar`` actions; a file in ``_delta_log/_sidecars`` that none of them references is
 deleted, unless it was modified less than a day before the last midnight UTC (it may belong to
 a checkpoint being written). When any remaining checkpoint cannot be read, nothing is deleted:
-its references are unknown.
+its references are unknown. A sidecar several checkpoints share (see
+:mod:`deltalog.sidecar_reuse`) stays while any remaining checkpoint references it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,421 @@
+"""Sidecar reuse: a V2 checkpoint references the previous checkpoint's unchanged sidecars.
+
+A sidecar is an immutable, uniquely named file that any number of checkpoints may reference
+(the protocol's metadata cleanup keeps every sidecar a remaining checkpoint references). So a
+checkpoint at version ``N`` may reference a sidecar of the previous checkpoint ``C`` as it is,
+when that sidecar holds only ``add`` rows and no commit in ``(C, N]`` added or removed a file
+with one of its paths: those adds are then live at ``N`` exactly as written. Only the adds no
+reused sidecar covers (files added since, and the still-live rows of sidecars that cannot be
+reused) are encoded again.
+
+:func:`plan_reuse` decides, from storage alone (the previous checkpoint's top-level file, the
+paths in its sidecars, the commits since), so it serves a writer that wrote ``C`` itself and
+one that did not alike; the paths of sidecars this process wrote or read are kept in a small
+cache, since sidecars never change.
+
+Sidecar count stays bounded like a binary counter: new adds go into sidecars of at most
+:data:`MAX_SIDECAR_ADDS`; a reusable sidecar smaller than that is merged into the new ones
+when it has no more rows than they have (so every row is rewritten O(log n) times before its
+sidecar is full); full sidecars are reused until a file of theirs is removed or added again.
+
+Set ``DELTALOG_SIDECAR_REUSE=0`` to write every V2 checkpoint whole, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from deltalog.actions import AddFile, RemoveFile
+from deltalog.checkpoints.errors import CheckpointError
+from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.checkpoints.v2 import ReusedSidecar
+from deltalog.errors import DeltaLogError
+from deltalog.file_actions import (
+    arrow_keys,
+    canonical_path,
+    canonical_paths,
+    file_key,
+    scheme_prefix,
+)
+from deltalog.logstores import LogStore
+from deltalog.paths import SIDECAR_DIR
+from deltalog.replay import read_commit
+from deltalog.segment import Checkpoint, list_log
+from deltalog.snapshot import Snapshot
+from deltalog.storage import TableStorage
+
+__all__ = [
+    "MAX_SIDECAR_ADDS",
+    "REUSE_ENV",
+    "ReusePlan",
+    "forget_sidecars",
+    "plan_reuse",
+    "reuse_enabled",
+]
+
+#: Environment variable: ``0`` turns sidecar reuse off.
+REUSE_ENV = "DELTALOG_SIDECAR_REUSE"
+#: Most adds in one new sidecar (one Parquet row group's worth).
+MAX_SIDECAR_ADDS = 128 * 1024
+#: Rows of sidecar keys the process keeps (per row: a path, twice with deletion vectors).
+_CACHE_ROWS = 4 * 1024 * 1024
+
+
+def reuse_enabled() -> bool:
+    """Whether V2 checkpoints reuse sidecars (unless ``DELTALOG_SIDECAR_REUSE=0``)."""
+    return os.environ.get(REUSE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class _Sidecar:
+    """The adds of one sidecar, by file key (``keys``) and canonical path (``paths``)."""
+
+    size: int
+    keys: pa.Array
+    paths: pa.Array
+
+
+class _SidecarCache:
+    """Least recently used sidecar keys by location, bounded by their total rows."""
+
+    def __init__(self, max_rows: int) -> None:
+        self._max_rows = max_rows
+        self._rows = 0
+        self._entries: OrderedDict[str, _Sidecar] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, location: str, size: int) -> _Sidecar | None:
+        with self._lock:
+            entry = self._entries.get(location)
+            if entry is None or entry.size != size:
+                return None
+            self._entries.move_to_end(location)
+            return entry
+
+    def put(self, location: str, entry: _Sidecar) -> None:
+        with self._lock:
+            old = self._entries.pop(location, None)
+            if old is not None:
+                self._rows -= len(old.keys)
+            self._entries[location] = entry
+            self._rows += len(entry.keys)
+            while self._rows > self._max_rows and len(self._entries) > 1:
+                _, dropped = self._entries.popitem(last=False)
+                self._rows -= len(dropped.keys)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._rows = 0
+
+
+_cache = _SidecarCache(_CACHE_ROWS)
+
+
+@dataclass(frozen=True, slots=True)
+class ReusePlan:
+    """How a V2 checkpoint of a snapshot reuses the previous checkpoint's sidecars.
+
+    Attributes:
+        reused: Sidecars to reference unchanged, in order.
+        fresh: One flag per row of the snapshot's files: whether the row goes into a new
+            sidecar (no reused sidecar holds it).
+        fresh_keys: The file keys of the fresh rows, in order.
+        base_version: The previous checkpoint's version, ``None`` when nothing was reusable.
+    """
+
+    reused: list[ReusedSidecar]
+    fresh: pa.Array
+    fresh_keys: pa.Array
+    base_version: int | None = None
+
+    def remember(self, storage: TableStorage, last: LastCheckpoint, max_adds: int) -> None:
+        """Cache the keys of the add sidecars the checkpoint ``last`` describes just wrote.
+
+        Args:
+            storage: The table's storage.
+            last: What :func:`~deltalog.checkpoints.v2.write_v2_checkpoint` returned.
+            max_adds: The ``max_sidecar_adds`` it was given.
+        """
+        written = (last.extra.get("v2Checkpoint") or {}).get("sidecarFiles") or []
+        new = written[len(self.reused) :]
+        for i, start in enumerate(range(0, len(self.fresh_keys), max_adds)):
+            if i >= len(new):
+                return
+            keys = self.fresh_keys.slice(start, max_adds)
+            _cache.put(
+                _location(storage, str(new[i]["path"])),
+                _Sidecar(int(new[i]["sizeInBytes"]), keys, _paths_of(keys)),
+            )
+
+
+def _paths_of(keys: pa.Array) -> pa.Array:
+    """Canonical paths of file keys (a key is the path, then NUL and the DV id if any)."""
+    if not pc.any(pc.match_substring(keys, "\x00")).as_py():
+        return keys
+    return pc.replace_substring_regex(keys, "\x00.*$", "")
+
+
+def _location(storage: TableStorage, name: str) -> str:
+    return LogStore.join(LogStore.join(storage.log_path, SIDECAR_DIR), name)
+
+
+def _sidecar_actions(storage: TableStorage, checkpoint: Checkpoint) -> list[dict[str, Any]]:
+    """The ``sidecar`` actions of a single-file checkpoint; empty when it has file rows.
+
+    Raises:
+        ValueError, KeyError, TypeError, OSError, pa.ArrowException, DeltaLogError: The
+            checkpoint cannot be read.
+    """
+    if len(checkpoint.files) != 1:
+        return []
+    status = checkpoint.files[0]
+    found: list[dict[str, Any]] = []
+    if status.name.endswith(".json"):
+        for line in storage.store.read(status.path).splitlines():
+            if not line.strip():
+                continue
+            action = orjson.loads(line)
+            if "add" in action or "remove" in action:
+                return []
+            if "sidecar" in action:
+                found.append(dict(action["sidecar"]))
+        return found
+    with storage.store.open_input(status.path) as fh:
+        parquet = pq.ParquetFile(fh)
+        names = parquet.schema_arrow.names
+        if "sidecar" not in names:
+            return []
+        columns = ["sidecar", *(n for n in ("add", "remove") if n in names)]
+        table = parquet.read(columns=columns)
+    for name in ("add", "remove"):
+        if name in table.column_names and table.column(name).null_count < table.num_rows:
+            return []
+    for row in table.column("sidecar").to_pylist():
+        if row:
+            body = {k: v for k, v in row.items() if v is not None}
+            if isinstance(body.get("tags"), list):  # a map comes back as key/value pairs
+                body["tags"] = dict(body["tags"])
+            found.append(body)
+    return found
+
+
+def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar | None:
+    """The keys of a sidecar's adds; ``None`` when it holds anything but adds.
+
+    Raises:
+        OSError, pa.ArrowException, DeltaLogError: The sidecar cannot be read.
+    """
+    size = storage.store.stat(location).size
+    with storage.store.open_input(location) as fh:
+        parquet = pq.ParquetFile(fh)
+        top = parquet.schema_arrow
+        if "add" not in top.names or not pa.types.is_struct(top.field("add").type):
+            return None
+        children = {f.name for f in top.field("add").type}
+        columns = ["add.path", *(["add.deletionVector"] if "deletionVector" in children else [])]
+        table = parquet.read(columns=columns)
+    add = table.column("add").combine_chunks()
+    if add.null_count or add.field("path").null_count:
+        return None  # rows other than adds (tombstones): they change with every checkpoint
+    dv = add.field("deletionVector") if "deletionVector" in children else None
+    files = pa.table(
+        {
+            "path": add.field("path"),
+            "deletion_vector": dv if dv is not None else pa.nulls(len(add), pa.null()),
+        }
+    )
+    if dv is None or dv.null_count == len(dv):
+        keys = canonical_paths(files.column("path"), prefix)
+        return _Sidecar(size, keys, keys)
+    return _Sidecar(size, arrow_keys(files, prefix), canonical_paths(files.column("path"), prefix))
+
+
+@dataclass(frozen=True, slots=True)
+class _Since:
+    """The commits after the previous checkpoint, by the files they touched.
+
+    Attributes:
+        paths: Canonical path of every file they added or removed.
+        added: File key of every file they added.
+    """
+
+    paths: pa.Array
+    added: pa.Array
+
+
+def _since(storage: TableStorage, commits: Iterable[tuple[int, str]], prefix: str) -> _Since:
+    """What the given commits touched (read and parsed exactly)."""
+    paths: set[str] = set()
+    added: set[str] = set()
+    for version, name in commits:
+        for action in read_commit(storage, name, version):
+            if isinstance(action, AddFile | RemoveFile):
+                paths.add(canonical_path(action.path, prefix))
+            if isinstance(action, AddFile):
+                added.add(file_key(action.path, action.dv_id, prefix))
+    return _Since(pa.array(paths, pa.string()), pa.array(added, pa.string()))
+
+
+_UNREADABLE = (CheckpointError, DeltaLogError, OSError, ValueError, KeyError, TypeError)
+
+
+@dataclass(frozen=True, slots=True)
+class _Previous:
+    """The previous checkpoint's add sidecars and the commits since.
+
+    Attributes:
+        version: Its version.
+        sidecars: Its sidecars holding only adds, in the order it lists them, each with
+            whether no commit since touched a file of it.
+        since: What the commits since touched.
+    """
+
+    version: int
+    sidecars: list[tuple[dict[str, Any], _Sidecar, bool]]
+    since: _Since
+
+
+def _previous(storage: TableStorage, version: int, prefix: str) -> _Previous | None:
+    """The newest checkpoint at or before ``version`` and its sidecars holding only adds.
+
+    Returns:
+        ``None`` when there is no such checkpoint, it has no sidecars, or a commit between it
+        and ``version`` is missing.
+    """
+    listing = list_log(storage)
+    older = [v for v in listing.checkpoints if v <= version]
+    if not older:
+        return None
+    base = max(older)
+    if any(v not in listing.commits for v in range(base + 1, version + 1)):
+        return None
+    actions: list[dict[str, Any]] = []
+    for checkpoint in listing.checkpoints[base]:
+        with contextlib.suppress(*_UNREADABLE, pa.ArrowException):
+            actions = _sidecar_actions(storage, checkpoint)
+        if actions:
+            break
+    if not actions:
+        return None
+    commits = [(v, listing.commits[v].name) for v in range(base + 1, version + 1)]
+    since = _since(storage, commits, prefix)
+    out = []
+    for action in actions:
+        name = action.get("path")
+        size = action.get("sizeInBytes")
+        if not isinstance(name, str) or "/" in name or not isinstance(size, int):
+            continue  # only plain names in _sidecars, as deltalog and delta-spark write them
+        location = _location(storage, name)
+        sidecar = _cache.get(location, size)
+        if sidecar is None:
+            try:
+                sidecar = _read_sidecar(storage, location, prefix)
+            except (*_UNREADABLE, pa.ArrowException):
+                continue
+            if sidecar is None:
+                continue
+            _cache.put(location, sidecar)
+        if sidecar.size != size or not len(sidecar.keys):
+            continue
+        touched = bool(
+            len(since.paths) and pc.any(pc.is_in(sidecar.paths, value_set=since.paths)).as_py()
+        )
+        out.append((action, sidecar, not touched))
+    return _Previous(base, out, since)
+
+
+def _merge_small(
+    sidecars: list[tuple[dict[str, Any], _Sidecar]], pending: int, max_adds: int
+) -> list[tuple[dict[str, Any], _Sidecar]]:
+    """The sidecars kept: full ones first, then the smaller ones not merged into the new rows.
+
+    Smaller sidecars are ordered largest first; from the smallest up, each one with no more
+    rows than the rows to be written joins them (binary-counter merging).
+    """
+    full = [s for s in sidecars if len(s[1].keys) >= max_adds]
+    small = sorted(
+        (s for s in sidecars if len(s[1].keys) < max_adds), key=lambda s: -len(s[1].keys)
+    )
+    while small and len(small[-1][1].keys) <= pending:
+        pending += len(small.pop()[1].keys)
+    return [*full, *small]
+
+
+def plan_reuse(
+    storage: TableStorage,
+    snapshot: Snapshot,
+    *,
+    max_adds: int = MAX_SIDECAR_ADDS,
+    reuse: bool = True,
+) -> ReusePlan:
+    """Which sidecars of the previous checkpoint a V2 checkpoint of ``snapshot`` can reuse.
+
+    The rows written again are found without hashing the whole table: they are the live rows
+    whose key is in a sidecar not kept or was added by a commit since. The live rows must then
+    be exactly those plus the kept sidecars' rows (they are, when the previous checkpoint was
+    right: no commit since touched a kept sidecar's paths, and a live file is either in the
+    previous checkpoint or added since). Anything else (the previous checkpoint or a sidecar
+    unreadable, a sidecar holding tombstones, a commit since missing, counts that do not add
+    up) plans no reuse: every add is written again, in reusable sidecars.
+
+    Args:
+        storage: The table's storage.
+        snapshot: The snapshot to checkpoint.
+        max_adds: The most adds in one new sidecar.
+        reuse: ``False`` plans no reuse (every add fresh), for a retry.
+
+    Returns:
+        The plan; its ``fresh`` flags follow the rows of ``snapshot.files``.
+    """
+    prefix = scheme_prefix(storage.root)
+    files, keys = snapshot.file_state.get()[0].with_keys(prefix)
+    total = files.num_rows
+    all_keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    everything = ReusePlan([], pa.repeat(pa.scalar(True), total), all_keys)
+    if not reuse:
+        return everything
+    try:
+        return _plan(storage, snapshot, all_keys, max_adds, prefix) or everything
+    except (*_UNREADABLE, pa.ArrowException):
+        return everything
+
+
+def _plan(
+    storage: TableStorage, snapshot: Snapshot, all_keys: pa.Array, max_adds: int, prefix: str
+) -> ReusePlan | None:
+    """:func:`plan_reuse` when something can be reused, else ``None``."""
+    previous = _previous(storage, snapshot.version, prefix)
+    if previous is None:
+        return None
+    total = len(all_keys)
+    candidates = [(a, s) for a, s, untouched in previous.sidecars if untouched]
+    pending = total - sum(len(s.keys) for _, s in candidates)
+    kept = _merge_small(candidates, pending, max_adds)
+    if not kept:
+        return None
+    kept_names = {str(a["path"]) for a, _ in kept}
+    rewritten = [s.keys for a, s, _ in previous.sidecars if str(a["path"]) not in kept_names]
+    value_set = pa.chunked_array([*rewritten, previous.since.added], pa.string())
+    fresh = pc.is_in(all_keys, value_set=value_set)
+    fresh_count = int(pc.sum(fresh.cast(pa.int64())).as_py() or 0)
+    if fresh_count + sum(len(s.keys) for _, s in kept) != total:
+        return None  # live files outside the sidecars read, or a wrong checkpoint
+    reused = [ReusedSidecar(action, len(s.keys)) for action, s in kept]
+    return ReusePlan(reused, fresh, all_keys.filter(fresh), previous.version)
+
+
+def forget_sidecars() -> None:
+    """Drop the cached sidecar keys (tests use it to exercise reading them back)."""
+    _cache.clear()
