@@ -145,7 +145,10 @@ def read_checksum(storage: TableStorage, version: int) -> VersionChecksum | None
 
 
 def _update_histogram(
-    histogram: dict[str, Any], adds: Sequence[AddFile], removes: Sequence[RemoveFile]
+    histogram: dict[str, Any],
+    adds: Sequence[AddFile],
+    removes: Sequence[RemoveFile],
+    replaced: Sequence[int] = (),
 ) -> dict[str, Any] | None:
     """The histogram after this commit, or ``None`` when it cannot be kept exact."""
     bounds, counts, sizes = (
@@ -159,6 +162,7 @@ def _update_histogram(
         return None
     counts, sizes = list(counts), list(sizes)
     changes = [(a.size, 1) for a in adds] + [(r.size or 0, -1) for r in removes]
+    changes += [(size, -1) for size in replaced]
     for size, sign in changes:
         at = bisect.bisect_right(bounds, size) - 1
         if at < 0:
@@ -173,8 +177,12 @@ def next_checksum(
     snapshot: Snapshot | None,
     actions: Sequence[Action],
     info: CommitInfo,
+    replaced: Sequence[int] = (),
 ) -> dict[str, Any] | None:
     """The checksum after a commit of ``actions`` on ``base`` (else on ``snapshot``'s files).
+
+    ``replaced`` holds the sizes of live files the commit's adds replace (re-added without a
+    remove): those adds are not more files.
 
     Returns ``None`` when neither gives exact totals: no base, a snapshot whose files are not
     in memory, or a remove without its size.
@@ -191,15 +199,15 @@ def next_checksum(
         metadata: dict[str, Any] = base.metadata
         protocol: dict[str, Any] = base.protocol
         if base.histogram is not None:
-            histogram = _update_histogram(base.histogram, adds, removes)
+            histogram = _update_histogram(base.histogram, adds, removes, replaced)
     elif snapshot is not None and snapshot.file_state.is_merged:
         files, size = snapshot.num_files, snapshot.size_in_bytes
         metadata = snapshot.metadata.to_json_dict()
         protocol = snapshot.protocol.to_json_dict()
     else:
         return None
-    files += len(adds) - len(removes)
-    size += sum(a.size for a in adds) - sum(r.size or 0 for r in removes)
+    files += len(adds) - len(removes) - len(replaced)
+    size += sum(a.size for a in adds) - sum(r.size or 0 for r in removes) - sum(replaced)
     if files < 0 or size < 0:
         return None
     body: dict[str, Any] = {}
@@ -238,6 +246,7 @@ def write_checksum_after(
     info: CommitInfo,
     read_snapshot: Snapshot,
     winners: Sequence[object],
+    replaced: Sequence[int] = (),
 ) -> None:
     """Write the checksum of a commit that landed at ``version``; never raises.
 
@@ -249,6 +258,7 @@ def write_checksum_after(
         read_snapshot: The snapshot the transaction read (used only when no other commit
             landed in between and no checksum of ``version - 1`` exists).
         winners: Commits that landed between ``read_snapshot`` and ``version``.
+        replaced: Sizes of the live files the commit's adds replace.
     """
     try:
         base = None
@@ -257,7 +267,7 @@ def write_checksum_after(
             if base is None or base.metadata.get("id") != read_snapshot.metadata.id:
                 base = read_checksum(storage, version - 1)  # (a table recreated at the path)
         snapshot = read_snapshot if not winners and read_snapshot.version == version - 1 else None
-        body = next_checksum(base, snapshot, actions, info)
+        body = next_checksum(base, snapshot, actions, info, replaced)
         if body is not None:
             write_checksum(storage, version, body)
     except Exception:  # a checksum is an optimisation: the commit stands without it

@@ -132,3 +132,25 @@ def test_histogram_read_under_either_name_and_kept_up_to_date(tmp_path: Path) ->
             "totalBytes": [12, 150],
         }
         assert (out["numFiles"], out["tableSizeBytes"]) == (3, 162)
+
+
+def test_re_adding_a_live_file_replaces_it_in_the_totals(tmp_path: Path) -> None:
+    """An add that replaces a live file is not one more file: the checksum counts the new
+    size instead of the old one, and the totals stay exact after it."""
+    root = tmp_path / "t"
+    table = DeltaTable.create(str(root), SCHEMA)
+    for i, size in enumerate((10, 20)):
+        tx = table.transaction()
+        tx.add(_sized(f"f{i}.parquet", size))
+        tx.commit()
+    tx = table.transaction()
+    tx.add(_sized("f1.parquet", 25))  # replaces f1 (20 bytes)
+    tx.commit()
+    crc = _crc(root, 3)
+    assert (crc["numFiles"], crc["tableSizeBytes"]) == (2, 35)
+    tx = table.transaction()
+    tx.add([_sized("f2.parquet", 5), _sized("f0.parquet", 12)])  # one new, one replaced
+    tx.commit()
+    crc = _crc(root, 4)
+    assert (crc["numFiles"], crc["tableSizeBytes"]) == (3, 42)
+    assert table.check(data_files=False).findings == []
