@@ -248,7 +248,9 @@ def _read_parquet(
     wanted = {"add": add_fields, "remove": remove_fields}
     try:
         with store.open_input(path) if local is None else contextlib.nullcontext(local) as fh:
-            pf = pq.ParquetFile(fh)
+            # Pre-buffering coalesces ranged reads of a remote file; a local one is read as
+            # needed (pre-buffered column chunks would only add to peak memory).
+            pf = pq.ParquetFile(fh, pre_buffer=local is None)
             top = pf.schema_arrow
             for action, fields in wanted.items():
                 if not fields or not _has_struct_column(top, action, path):
