@@ -6,7 +6,6 @@ import contextlib
 import errno
 import os
 import stat
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from .errors import (
     StoreConfigurationError,
     StoreIOError,
 )
+from .thread_pool import shared_pool
 
 #: Threads for listing a tree and deleting many files (filesystem calls release the GIL).
 _IO_THREADS = 4
@@ -192,26 +192,9 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
 def _io_pool() -> ThreadPoolExecutor:
     """The threads for listing and deleting, shared by every local store of the process."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_IO_THREADS, thread_name_prefix="local-io")
-        return _pool
-
-
-def _forget_pool() -> None:
-    """In a forked child: the parent's threads are gone, so its pool must not be used."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool)
+    return shared_pool("local-io", _IO_THREADS)
 
 
 def _keep_all(path: str) -> bool:
