@@ -27,6 +27,7 @@ with its recorded size, just before the top-level file is written
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from deltalog.logstores import LogFileNotFoundError, LogStore
+from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
 
 from .errors import IncompleteCheckpointError
 from .last_checkpoint import LastCheckpoint
@@ -168,8 +169,14 @@ def write_v2_checkpoint(
     store.write(location, top, overwrite=False)
     status = store.stat(location)
     # A reused sidecar deleted while the top-level file was written (log cleanup racing a
-    # stale listing) leaves this checkpoint incomplete: readers skip it; do not point at it.
-    _check_present(store, log_path, reused or ())
+    # stale listing) leaves this checkpoint incomplete: it is taken back (nothing points at it
+    # yet, and a reader that picked it falls back to another checkpoint) and not pointed at.
+    try:
+        _check_present(store, log_path, reused or ())
+    except IncompleteCheckpointError:
+        with contextlib.suppress(LogStoreError):
+            store.delete(location)
+        raise
     pointer: dict[str, Any] = {
         "version": content.version,
         "size": len(lines) + sidecar_rows,

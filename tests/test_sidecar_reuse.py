@@ -351,3 +351,34 @@ def test_reuse_off_writes_one_sidecar_per_checkpoint(
     assert len(first) == len(second) == 1 and first != second
     data = pq.read_table(_log(tmp_path) / "_sidecars" / second[0]["path"])
     assert data.column("remove").null_count == data.num_rows - 1  # adds and tombstone together
+
+
+def test_a_top_level_file_whose_reused_sidecar_vanished_is_taken_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reused sidecar deleted just after the top-level file was written: that file is
+    deleted again (never left beside the whole rewrite), and the checkpoint is written whole."""
+    from deltalog.logstores.local import LocalLogStore
+
+    monkeypatch.setattr(checkpointing, "MAX_SIDECAR_ADDS", 4)
+    table = _table(tmp_path, interval=2)
+    _commit(table, [_add(f"a{i}.parquet", 1 + i) for i in range(8)])
+    _commit(table, [_add("b0.parquet", 50)])  # checkpoint at 2
+    reused = {s["path"] for s in _check_counts(tmp_path)}
+    real_write = LocalLogStore.write
+    taken: list[str] = []
+
+    def write_then_delete(self: LocalLogStore, path: str, data: bytes, **kw: Any) -> None:
+        real_write(self, path, data, **kw)
+        if ".checkpoint." in path and path.endswith(".json") and not taken:
+            for name in sorted(reused):  # log cleanup deletes them behind our back
+                (_log(tmp_path) / "_sidecars" / name).unlink(missing_ok=True)
+            taken.append(path)
+
+    monkeypatch.setattr(LocalLogStore, "write", write_then_delete)
+    _commit(table, [_add("b1.parquet", 51)])
+    _commit(table, [_add("b2.parquet", 52)])  # checkpoint at 4
+    assert taken and not Path(taken[0]).exists()
+    at_4 = [n for n in os.listdir(_log(tmp_path)) if n.startswith(f"{4:020d}.checkpoint.")]
+    assert len(at_4) == 1 and _pointer(tmp_path)["v2Checkpoint"]["path"] == at_4[0]
+    assert _through_checkpoint(tmp_path).files().num_rows == 11
