@@ -31,7 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -52,6 +51,7 @@ from deltalog.logstores import LogStore
 from deltalog.paths import SIDECAR_DIR
 from deltalog.replay import read_commit
 from deltalog.segment import Checkpoint, list_log
+from deltalog.sidecars import sidecar_actions
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 
@@ -175,40 +175,12 @@ def _sidecar_actions(storage: TableStorage, checkpoint: Checkpoint) -> list[dict
     """The ``sidecar`` actions of a single-file checkpoint; empty when it has file rows.
 
     Raises:
-        ValueError, KeyError, TypeError, OSError, pa.ArrowException, DeltaLogError: The
-            checkpoint cannot be read.
+        ValueError, StorageError: The checkpoint cannot be read.
     """
     if len(checkpoint.files) != 1:
         return []
-    status = checkpoint.files[0]
-    found: list[dict[str, Any]] = []
-    if status.name.endswith(".json"):
-        for line in storage.store.read(status.path).splitlines():
-            if not line.strip():
-                continue
-            action = orjson.loads(line)
-            if "add" in action or "remove" in action:
-                return []
-            if "sidecar" in action:
-                found.append(dict(action["sidecar"]))
-        return found
-    with storage.store.open_input(status.path) as fh:
-        parquet = pq.ParquetFile(fh)
-        names = parquet.schema_arrow.names
-        if "sidecar" not in names:
-            return []
-        columns = ["sidecar", *(n for n in ("add", "remove") if n in names)]
-        table = parquet.read(columns=columns)
-    for name in ("add", "remove"):
-        if name in table.column_names and table.column(name).null_count < table.num_rows:
-            return []
-    for row in table.column("sidecar").to_pylist():
-        if row:
-            body = {k: v for k, v in row.items() if v is not None}
-            if isinstance(body.get("tags"), list):  # a map comes back as key/value pairs
-                body["tags"] = dict(body["tags"])
-            found.append(body)
-    return found
+    actions, has_files = sidecar_actions(storage, checkpoint.files[0])
+    return [] if has_files else actions
 
 
 def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar | None:

@@ -12,6 +12,7 @@ its references are unknown. A sidecar several checkpoints share (see
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -25,11 +26,47 @@ from deltalog.storage import TableStorage, storage_errors
 
 DAY_MS = 24 * 3600 * 1000
 
-__all__ = ["cleanup_sidecars", "referenced_sidecars", "sidecars_present"]
+__all__ = ["cleanup_sidecars", "referenced_sidecars", "sidecar_actions", "sidecars_present"]
 
 
 def _name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def sidecar_actions(storage: TableStorage, status: FileStatus) -> tuple[list[dict[str, Any]], bool]:
+    """The ``sidecar`` actions of one checkpoint file, and whether it holds file actions too.
+
+    Raises:
+        ValueError: The file cannot be parsed.
+        StorageError: The store failed.
+    """
+    found: list[dict[str, Any]] = []
+    with storage_errors(f"cannot read {status.name}"):
+        if status.name.endswith(".json"):
+            has_files = False
+            for line in storage.store.read(status.path).splitlines():
+                action = orjson.loads(line) if line.strip() else {}
+                if not isinstance(action, dict):
+                    raise ValueError(f"{status.name}: a line is not a JSON object")
+                has_files = has_files or "add" in action or "remove" in action
+                if "sidecar" in action:
+                    found.append(dict(action["sidecar"]))
+            return found, has_files
+        with storage.store.open_input(status.path) as fh:
+            parquet = pq.ParquetFile(fh)
+            names = parquet.schema_arrow.names
+            if "sidecar" not in names:
+                return [], True
+            kinds = [n for n in ("add", "remove") if n in names]
+            table = parquet.read(columns=["sidecar", *kinds])
+    has_files = any(table.column(n).null_count < table.num_rows for n in kinds)
+    for row in table.column("sidecar").to_pylist():
+        if row:
+            body = {k: v for k, v in row.items() if v is not None}
+            if isinstance(body.get("tags"), list):  # a map comes back as key/value pairs
+                body["tags"] = dict(body["tags"])
+            found.append(body)
+    return found, has_files
 
 
 def referenced_sidecars(storage: TableStorage, checkpoints: Iterable[Checkpoint]) -> set[str]:
@@ -42,21 +79,11 @@ def referenced_sidecars(storage: TableStorage, checkpoints: Iterable[Checkpoint]
     names: set[str] = set()
     for checkpoint in checkpoints:
         for status in checkpoint.files:
-            with storage_errors(f"cannot read {status.name}"):
-                if status.name.endswith(".json"):
-                    for line in storage.store.read(status.path).splitlines():
-                        action = orjson.loads(line) if line.strip() else {}
-                        if isinstance(action, dict) and "sidecar" in action:
-                            names.add(_name(str(action["sidecar"]["path"])))
-                    continue
-                with storage.store.open_input(status.path) as fh:
-                    parquet = pq.ParquetFile(fh)
-                    if "sidecar" not in parquet.schema_arrow.names:
-                        continue
-                    column = parquet.read(columns=["sidecar.path"]).column("sidecar")
-            for row in column.to_pylist():
-                if row and row.get("path"):
-                    names.add(_name(str(row["path"])))
+            for action in sidecar_actions(storage, status)[0]:
+                path = action.get("path")
+                if not isinstance(path, str) or not path:
+                    raise ValueError(f"{status.name}: a sidecar action without a path")
+                names.add(_name(path))
     return names
 
 
