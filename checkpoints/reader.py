@@ -149,31 +149,41 @@ def _row_groups_with(pf: pq.ParquetFile, action: str) -> list[int]:
     return out
 
 
-def _never_set(pf: pq.ParquetFile, action: str, name: str, t: pa.DataType) -> bool:
-    """Whether the file's statistics show field ``name`` of ``action`` null in every row.
+def _never_set(pf: pq.ParquetFile, groups: list[int], leaves: list[int]) -> bool:
+    """Whether the statistics show the leaf columns ``leaves`` null in every row of ``groups``.
 
     Such a field (deletion vectors, row ids, clustering provider on most tables) is not read:
-    the reader fills it with nulls, which costs neither decoding nor memory per row. Maps and
-    lists are always read (their statistics cannot tell an empty one from a null one).
+    the reader fills it with nulls, which costs neither decoding nor memory per row.
     """
-    if pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
-        return False
-    meta = pf.metadata
-    prefix = f"{action}.{name}"
-    leaves = [
-        i
-        for i in range(meta.num_columns)
-        if (path := meta.schema.column(i).path) == prefix or path.startswith(prefix + ".")
-    ]
     if not leaves:
         return False
-    for rg in _row_groups_with(pf, action):
+    meta = pf.metadata
+    for rg in groups:
         group = meta.row_group(rg)
         for i in leaves:
             stats = group.column(i).statistics
             if stats is None or not stats.has_null_count or stats.null_count != group.num_rows:
                 return False
     return True
+
+
+def _leaves(pf: pq.ParquetFile, action: str, kids: dict[str, pa.DataType]) -> dict[str, list[int]]:
+    """Leaf column indices of each field of ``action`` that is not a map or a list.
+
+    Maps and lists are always read: their statistics cannot tell an empty one from a null one.
+    """
+    out: dict[str, list[int]] = {}
+    schema = pf.metadata.schema
+    for i in range(pf.metadata.num_columns):
+        parts = schema.column(i).path.split(".")
+        if len(parts) < 2 or parts[0] != action:
+            continue
+        t = kids.get(parts[1])
+        if t is not None and not (
+            pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+        ):
+            out.setdefault(parts[1], []).append(i)
+    return out
 
 
 BATCH_ROWS = 64 * 1024
@@ -256,10 +266,12 @@ def _read_parquet(
                 if not fields or not _has_struct_column(top, action, path):
                     continue
                 kids = {f.name: f.type for f in top.field(action).type}
+                groups = _row_groups_with(pf, action)
+                leaves = _leaves(pf, action, kids)
                 columns = [
                     f"{action}.{f}"
                     for f in fields
-                    if f in kids and not _never_set(pf, action, f, kids[f])
+                    if f in kids and not _never_set(pf, groups, leaves.get(f, []))
                 ] or [action]
                 table = _read_columns(pf, columns, action)
                 if table is not None:

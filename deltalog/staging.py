@@ -91,6 +91,40 @@ def check_not_live(
                 raise DuplicateFileError(f"{add.path!r} is already in the table")
 
 
+def replaced_sizes(
+    snapshot: Snapshot,
+    adds: Mapping[str, AddFile],
+    described: set[str],
+    removes: Mapping[str, RemoveFile],
+    prefix: str,
+) -> list[int] | None:
+    """Sizes of the live files that adds given as actions replace (re-add, no remove).
+
+    Re-adding a live file replaces it (it is not one more file); the checksum's running
+    totals need the replaced sizes. Described adds were checked not to be live
+    (:func:`check_not_live`), so only the others are looked up, in the same live path index.
+    ``None`` when an add names a live path with another deletion vector (both stay live: the
+    totals are not worth guessing).
+    """
+    kept = {
+        canonical_path(add.path, prefix): key
+        for key, add in adds.items()
+        if key not in described and canonical_path(add.path, prefix) not in removes
+    }
+    if not kept:
+        return []
+    live = snapshot.file_state.live_paths()
+    hits = {path: key for path, key in kept.items() if path in live}
+    if not hits:
+        return []
+    if any(live[path] != key for path, key in hits.items()):
+        return None
+    files = snapshot.raw_files  # sizes only: no statistics are loaded
+    paths = canonical_paths(files.column("path"), prefix)
+    rows = files.filter(pc.is_in(paths, value_set=pa.array(list(hits), pa.string())))
+    return [int(size) for size in rows.column("size").to_pylist()]
+
+
 def check_partition_values(
     snapshot: Snapshot, staged: Metadata | None, values: Mapping[str, str | None], path: str
 ) -> None:

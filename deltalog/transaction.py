@@ -80,6 +80,7 @@ from deltalog.staging import (
     drop_readds,
     find_txn_commit,
     isolation_level,
+    replaced_sizes,
 )
 from deltalog.storage import TableStorage
 from deltalog.table_changes import metadata_change, protocol_upgrade
@@ -588,7 +589,9 @@ class Transaction:
         if not actions:
             self.no_op = True
             return snap.version
-        replaced = self._replaced_sizes()
+        replaced = replaced_sizes(
+            self._snapshot, self._adds, self._described, self._removes, self._prefix
+        )
         level = isolation_level(actions, self._isolation, self._snapshot)
         info = make_commit_info(
             operation=self._operation,
@@ -648,34 +651,6 @@ class Transaction:
                 self._storage, version, actions, info, self._snapshot, winners, replaced
             )
         return version
-
-    def _replaced_sizes(self) -> list[int] | None:
-        """Sizes of the files live at the read version that adds given as actions replace.
-
-        Re-adding a live file replaces it (it is not one more file); the checksum's running
-        totals need the replaced sizes. Adds built from paths were checked not to be live, so
-        only the others are looked up, in the live index writers keep (building it costs one
-        pass over the table's files, once per writer). ``None`` when an add names a live path
-        with another deletion vector (both stay live: the totals are not worth guessing).
-        """
-        given = [
-            (canonical_path(a.path, self._prefix), key)
-            for key, a in self._adds.items()
-            if key not in self._described
-        ]
-        kept = [(path, key) for path, key in given if path not in self._removes]
-        if not kept:
-            return []
-        live = self._snapshot.file_state.live_paths()
-        hits = {path: key for path, key in kept if path in live}
-        if not hits:
-            return []
-        if any(live[path] != key for path, key in hits.items()):
-            return None
-        files = self._snapshot.files
-        paths = canonical_paths(files.column("path"), self._prefix)
-        rows = files.filter(pc.is_in(paths, value_set=pa.array(list(hits), pa.string())))
-        return [int(size) for size in rows.column("size").to_pylist()]
 
     def _catch_up(
         self,

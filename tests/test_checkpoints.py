@@ -377,7 +377,7 @@ def _dv(i: int) -> dict[str, object]:
 @pytest.mark.parametrize("with_dv", [None, 0, 7])
 def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int | None) -> None:
     """A field the statistics show null in every row group comes back null; any value is kept."""
-    from deltalog.checkpoints.reader import _never_set, read_checkpoint
+    from deltalog.checkpoints.reader import _leaves, _never_set, _row_groups_with, read_checkpoint
     from deltalog.checkpoints.schema import ADD
     from deltalog.logstores.local import LocalLogStore
 
@@ -396,8 +396,10 @@ def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int
     column = pa.array(rows, ADD)
     path = tmp_path / "00000000000000000001.checkpoint.parquet"
     pq.write_table(pa.table({"add": column}), path, row_group_size=3)
-    dv_type = ADD.field("deletionVector").type
-    assert _never_set(pq.ParquetFile(path), "add", "deletionVector", dv_type) == (with_dv is None)
+    pf = pq.ParquetFile(path)
+    leaves = _leaves(pf, "add", {f.name: f.type for f in ADD})
+    never = _never_set(pf, _row_groups_with(pf, "add"), leaves["deletionVector"])
+    assert never == (with_dv is None)
     data = read_checkpoint(
         LocalLogStore(), [str(path)], add_fields=("path", "deletionVector", "baseRowId")
     )
