@@ -8,6 +8,7 @@ back as JSON-like dicts in the protocol's camelCase, ready for the action parser
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
+from deltalog.logstores.thread_pool import shared_pool
 
 from .errors import CheckpointFormatError, IncompleteCheckpointError
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
@@ -187,6 +189,8 @@ def _leaves(pf: pq.ParquetFile, action: str, kids: dict[str, pa.DataType]) -> di
 
 
 BATCH_ROWS = 64 * 1024
+#: Threads reading the row groups of a local checkpoint file side by side.
+READERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def _repeats_a_name(t: pa.DataType) -> bool:
@@ -224,25 +228,48 @@ def _has_struct_column(top: pa.Schema, action: str, path: str) -> bool:
     return True
 
 
-def _read_columns(pf: pq.ParquetFile, columns: list[str], action: str) -> pa.Table | None:
+def _read_columns(
+    pf: pq.ParquetFile, columns: list[str], action: str, local: str | None = None
+) -> pa.Table | None:
     """The rows holding ``action``, read batch by batch from the row groups that may hold it.
 
     Rows of other actions are dropped batch by batch, so a checkpoint written as one huge row
     group (as delta-spark writes them) never materialises a million nulls per column at once.
+    The row groups of a local file are read side by side, each by one thread (a file of its
+    own, the footer parsed once): that keeps every core busy, where one reader decoding
+    column by column waits for its biggest column (``stats``).
     """
     groups = _row_groups_with(pf, action)
     if not groups:
         return None
+    if local is not None and len(groups) > 1 and READERS > 1:
+        meta = pf.metadata
+
+        def read(group: int) -> list[pa.Table]:
+            with pq.ParquetFile(local, metadata=meta, pre_buffer=False) as own:
+                return _kept(own, [group], columns, action, threads=False)
+
+        pool = shared_pool("checkpoint-read", READERS)
+        kept = [t for part in pool.map(read, groups) for t in part]
+    else:
+        kept = _kept(pf, groups, columns, action, threads=True)
+    if not kept:
+        return None
+    return pa.concat_tables(kept)
+
+
+def _kept(
+    pf: pq.ParquetFile, groups: list[int], columns: list[str], action: str, *, threads: bool
+) -> list[pa.Table]:
+    """The rows of ``groups`` holding ``action``, one table per batch that has some."""
     kept = []
     for batch in pf.iter_batches(
-        batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
+        batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=threads
     ):
         rows = _valid_rows(batch.column(action))
         if len(rows):
             kept.append(pa.Table.from_arrays([rows], names=[action]))
-    if not kept:
-        return None
-    return pa.concat_tables(kept)
+    return kept
 
 
 def _read_parquet(
@@ -273,7 +300,7 @@ def _read_parquet(
                     for f in fields
                     if f in kids and not _never_set(pf, groups, leaves.get(f, []))
                 ] or [action]
-                table = _read_columns(pf, columns, action)
+                table = _read_columns(pf, columns, action, local)
                 if table is not None:
                     part = _file_table(table.column(action), fields, action)
                     (out.adds if action == "add" else out.removes).append(part)
@@ -282,7 +309,7 @@ def _read_parquet(
             for action in NON_FILE_ACTIONS:
                 if not _has_struct_column(top, action, path):
                     continue
-                table = _read_columns(pf, [action], action)
+                table = _read_columns(pf, [action], action, local)
                 if table is None:
                     continue
                 col = table.column(action).combine_chunks()

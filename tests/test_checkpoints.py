@@ -410,3 +410,40 @@ def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int
     assert [d is not None for d in dvs] == [i == with_dv for i in range(8)]
     if with_dv is not None:
         assert dvs[with_dv] == {**_dv(with_dv), "maxRowIndex": None}
+
+
+def test_row_groups_read_side_by_side_keep_log_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a local file's row groups in parallel gives what one reader gives, in order."""
+    from deltalog.checkpoints import reader
+    from deltalog.checkpoints.schema import ADD, REMOVE
+    from deltalog.logstores.local import LocalLogStore
+
+    n = 50
+    adds = [
+        None if i % 7 == 3 else {"path": f"a{i}", "size": i, "stats": f'{{"n":{i}}}'}
+        for i in range(n)
+    ]
+    removes = [
+        {"path": f"r{i}", "deletionTimestamp": i} if a is None else None for i, a in enumerate(adds)
+    ]
+    path = tmp_path / "00000000000000000009.checkpoint.parquet"
+    pq.write_table(
+        pa.table({"add": pa.array(adds, ADD), "remove": pa.array(removes, REMOVE)}),
+        path,
+        row_group_size=4,
+    )
+    fields = ("path", "size", "stats")
+    store = LocalLogStore()
+    spread = reader.read_checkpoint(store, [str(path)], add_fields=fields, remove_fields=("path",))
+    monkeypatch.setattr(reader, "READERS", 1)
+    single = reader.read_checkpoint(store, [str(path)], add_fields=fields, remove_fields=("path",))
+    assert pq.ParquetFile(path).metadata.num_row_groups == 13
+    for got in (spread, single):
+        (add_rows,) = got.adds
+        (remove_rows,) = got.removes
+        assert add_rows.column("path").to_pylist() == [a["path"] for a in adds if a]
+        assert add_rows.column("stats").to_pylist() == [a["stats"] for a in adds if a]
+        assert remove_rows.column("path").to_pylist() == [r["path"] for r in removes if r]
+    assert spread.adds[0].equals(single.adds[0])
