@@ -16,7 +16,9 @@ not know with values of any depth): the fast path only accepts what it fully che
 
 from __future__ import annotations
 
+import mmap
 import re
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +53,9 @@ _WHITESPACE = b" \t\r\n"  # JSON's insignificant whitespace
 _HEAD = 32  # bytes of a line enough to name its action, whatever the spacing
 _BLOCK = 16 << 20
 _REQUIRED_ADD = ("path", "partitionValues", "size", "modificationTime", "dataChange")
+
+#: A commit's content: bytes, or a read-only map of the file (local stores, big commits).
+Text = bytes | mmap.mmap
 
 
 class _Fallback(Exception):
@@ -253,7 +258,9 @@ def _read_rows(
     return table
 
 
-def _valid_utf8(data: bytes) -> bool:
+def _valid_utf8(data: Text) -> bool:
+    if not isinstance(data, bytes):
+        return _valid_utf8_buffer(data)
     if data.isascii():
         return True
     try:
@@ -261,6 +268,24 @@ def _valid_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _valid_utf8_buffer(data: mmap.mmap) -> bool:
+    """Whether a mapped text is UTF-8, checked by Arrow on the map itself (no copy)."""
+    offsets = pa.py_buffer(struct.pack("<qq", 0, len(data)))
+    one = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)])
+    try:
+        one.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _starts(data: Text, forms: tuple[bytes, ...], at: int) -> bool:
+    """``data.startswith(forms, at)``, for a map too."""
+    if isinstance(data, bytes):
+        return data.startswith(forms, at)
+    return any(data[at : at + len(f)] == f for f in forms)
 
 
 def _checked(column: pa.StructArray, partition_columns: Sequence[str]) -> pa.StructArray | None:
@@ -295,14 +320,14 @@ GROUP_BYTES = 64 << 20
 
 
 def commit_groups(
-    commits: Iterable[tuple[int, bytes]], limit: int | None = None
-) -> Iterator[list[tuple[int, bytes]]]:
+    commits: Iterable[tuple[int, Text]], limit: int | None = None
+) -> Iterator[list[tuple[int, Text]]]:
     """Consecutive commits in groups of at most ``limit`` bytes (a bigger commit is alone).
 
     ``limit`` defaults to :data:`GROUP_BYTES`.
     """
     limit = GROUP_BYTES if limit is None else limit
-    group: list[tuple[int, bytes]] = []
+    group: list[tuple[int, Text]] = []
     size = 0
     for commit in commits:
         if group and size + len(commit[1]) > limit:
@@ -315,7 +340,7 @@ def commit_groups(
 
 
 def parse_commits(
-    commits: Iterable[tuple[int, bytes]], partition_columns: Sequence[str] | None
+    commits: Iterable[tuple[int, Text]], partition_columns: Sequence[str] | None
 ) -> ParsedCommits | None:
     """Parse commits ``(version, content)`` in order; ``None`` when the exact parser must run.
 
@@ -372,7 +397,7 @@ def _pattern(forms: tuple[bytes, ...]) -> re.Pattern[bytes]:
 _PATTERNS: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
 
 
-def _find(data: bytes, forms: tuple[bytes, ...], end: int, start: int = 0) -> int:
+def _find(data: Text, forms: tuple[bytes, ...], end: int, start: int = 0) -> int:
     """Where the first of ``forms`` occurs in ``data[start:end]`` (-1 when none does).
 
     One scan for all forms: looking for each in turn would scan the whole text for every
@@ -382,14 +407,14 @@ def _find(data: bytes, forms: tuple[bytes, ...], end: int, start: int = 0) -> in
     return -1 if found is None else found.start()
 
 
-def _rfind_line(data: bytes, forms: tuple[bytes, ...], start: int) -> int:
+def _rfind_line(data: Text, forms: tuple[bytes, ...], start: int) -> int:
     """Where the last line of ``data[start:]`` that starts with one of ``forms`` starts.
 
     ``start`` itself counts as a line start; -1 when there is no such line. Each later form
     is looked for only after the last place found so far (an absent form costs a scan of the
     text after the last line of that kind, not of all of it).
     """
-    best = start if data.startswith(forms, start) else -1
+    best = start if _starts(data, forms, start) else -1
     for form in forms:
         at = data.rfind(b"\n" + form, max(start, best))
         if at >= 0:
@@ -397,7 +422,7 @@ def _rfind_line(data: bytes, forms: tuple[bytes, ...], start: int) -> int:
     return best
 
 
-def _file_span(data: bytes) -> tuple[int, int] | None:
+def _file_span(data: Text) -> tuple[int, int] | None:
     """Where a commit's file actions are, when they form one block of lines.
 
     Returns ``(start, end)`` of the block, from the first compact ``add``/``remove`` line to
@@ -425,7 +450,7 @@ def _file_span(data: bytes) -> tuple[int, int] | None:
 
 
 def _parse_compact(
-    commits: list[tuple[int, bytes]], partition_columns: Sequence[str] | None
+    commits: list[tuple[int, Text]], partition_columns: Sequence[str] | None
 ) -> ParsedCommits | None:
     """The commits parsed with one JSON read for all their file actions, in log order.
 
@@ -575,14 +600,14 @@ def _read_blocks(blocks: list[memoryview], kinds: dict[str, Sequence[str]]) -> p
         return _read_rows(memoryview(b"\n".join(blocks)), None, kinds)
 
 
-def _ends_with_remove(data: bytes, start: int, end: int) -> bool:
+def _ends_with_remove(data: Text, start: int, end: int) -> bool:
     """Whether a block of file actions starts or ends with a remove line (found without a scan)."""
     if start == end:
         return False
-    if data.startswith(_REMOVES, start):
+    if _starts(data, _REMOVES, start):
         return True
     last = data.rfind(b"\n", start, end) + 1
-    return data.startswith(_REMOVES, max(last, start))
+    return _starts(data, _REMOVES, max(last, start))
 
 
 def _has_tags(t: pa.DataType) -> bool:
@@ -592,7 +617,7 @@ def _has_tags(t: pa.DataType) -> bool:
 
 
 def _first_line(
-    commits: list[tuple[int, bytes]], spans: list[tuple[int, int]], forms: tuple[bytes, ...]
+    commits: list[tuple[int, Text]], spans: list[tuple[int, int]], forms: tuple[bytes, ...]
 ) -> bytes | None:
     """The first line of the commits' file-action blocks that starts with one of ``forms``."""
     for (_, data), (start, end) in zip(commits, spans, strict=True):
@@ -601,9 +626,9 @@ def _first_line(
     return None
 
 
-def _line_at(data: bytes, start: int, end: int, forms: tuple[bytes, ...]) -> bytes | None:
+def _line_at(data: Text, start: int, end: int, forms: tuple[bytes, ...]) -> bytes | None:
     """The first line of ``data[start:end]`` (whole lines) that starts with one of ``forms``."""
-    if data.startswith(forms, start):
+    if _starts(data, forms, start):
         at = start
     else:
         at = _find(data, tuple(b"\n" + f for f in forms), end, start) + 1
@@ -619,14 +644,15 @@ def _lines_of(text: bytes, forms: tuple[bytes, ...]) -> list[bytes]:
 
 
 def _parse_commits(
-    commits: Iterable[tuple[int, bytes]], partition_columns: Sequence[str] | None
+    commits: Iterable[tuple[int, Text]], partition_columns: Sequence[str] | None
 ) -> ParsedCommits | None:
     out = ParsedCommits()
     add_lines: list[bytes] = []
     remove_lines: list[bytes] = []
     layouts = set() if partition_columns is None else {tuple(partition_columns)}
-    for version, data in commits:
+    for version, text in commits:
         out.last_commit_info = None
+        data = text if isinstance(text, bytes) else text[:]
         for line in data.split(b"\n"):
             # Compact lines (delta-spark, deltalog, delta-rs) match as they are; others (spaced
             # JSON) once their head is stripped of whitespace. Whitespace inside a key in the

@@ -36,7 +36,7 @@ from deltalog.actions import (
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import count_problems
 from deltalog.checkpoints.reader import read_checkpoint
-from deltalog.commit_parser import parse_commits
+from deltalog.commit_parser import Text, parse_commits
 from deltalog.errors import (
     CorruptCheckpointError,
     MalformedCommitError,
@@ -261,13 +261,13 @@ def commit_timestamp(info: CommitInfo | None, metadata: Metadata, file_mtime: in
 _READ_AHEAD_BYTES = 64 << 20
 
 
-def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[int, bytes]]:
+def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[int, Text]]:
     """The segment's commits ``(version, content)`` in order, read ahead on a small pool.
 
     Reads overlap parsing (and each other, which matters on object stores), while the bytes
     read but not yet consumed stay below :data:`_READ_AHEAD_BYTES`.
     """
-    pending: deque[tuple[int, int, Future[bytes]]] = deque()
+    pending: deque[tuple[int, int, Future[Text]]] = deque()
     statuses = iter(segment.commits)
     in_flight = 0
     try:
@@ -275,7 +275,7 @@ def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[
             for status in statuses:
                 parsed = parse_log_name(status.name)
                 assert parsed is not None
-                future = worker_pool().submit(storage.read_log_file, status.name)
+                future = worker_pool().submit(storage.view_log_file, status.name)
                 pending.append((parsed.version, status.size, future))
                 in_flight += status.size
                 if in_flight >= _READ_AHEAD_BYTES:

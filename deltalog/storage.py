@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import mmap
 from collections.abc import Iterator, Mapping
 
 from deltalog.errors import (
@@ -116,6 +117,14 @@ class TableStorage:
         """Read a file of ``_delta_log``; not-found errors pass through as FileNotFoundError."""
         with storage_errors(f"cannot read {name}"):
             return self.store.read(self.log_file(name))
+
+    def view_log_file(self, name: str) -> bytes | mmap.mmap:
+        """A file of ``_delta_log``, memory-mapped on a local store (see ``LogStore.read_view``).
+
+        Only for files never rewritten in place, such as commits.
+        """
+        with storage_errors(f"cannot read {name}"):
+            return self.store.read_view(self.log_file(name))
 
     def read_last_checkpoint(self) -> bytes | None:
         """Content of ``_last_checkpoint``, or ``None`` when absent."""

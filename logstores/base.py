@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import mmap
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,20 @@ class LogStore(ABC):
             LogFileNotFoundError: The file does not exist.
             LogStoreError: Any other storage failure.
         """
+
+    def read_view(self, path: str) -> bytes | mmap.mmap:
+        """The whole content of a file, as a read-only memory map where the store can.
+
+        A local store maps the file instead of copying it: no memory is allocated for the
+        content, and pages are shared with the page cache. Only for files that are never
+        rewritten in place (a map of a file truncated meanwhile faults on access); replacing
+        the file by renaming another over it is harmless. Other stores read it.
+
+        Raises:
+            LogFileNotFoundError: The file does not exist.
+            LogStoreError: Any other storage failure.
+        """
+        return self.read(path)
 
     @abstractmethod
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:

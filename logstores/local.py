@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import mmap
 import os
 import stat
 import uuid
@@ -25,6 +26,8 @@ from .thread_pool import shared_pool
 
 #: Threads for listing a tree and deleting many files (filesystem calls release the GIL).
 _IO_THREADS = 4
+#: Files at least this big are mapped by ``read_view`` rather than read.
+_MAP_MIN_BYTES = 1 << 20
 
 
 def local_path_from_uri(uri: str) -> str:
@@ -69,6 +72,12 @@ class LocalLogStore(LogStore):
     def read(self, path: str) -> bytes:  # noqa: D102
         with _mapped(path), open(path, "rb") as fh:
             return fh.read()
+
+    def read_view(self, path: str) -> bytes | mmap.mmap:  # noqa: D102
+        with _mapped(path), open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size >= max(1, _MAP_MIN_BYTES):
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return self.read(path)  # small: a copy is cheaper than a map
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:  # noqa: D102
         self._write(path, data, overwrite=overwrite, fsync=self._fsync)

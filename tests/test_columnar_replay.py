@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog.commit_parser as commit_parser
+import deltalog.logstores.local as local_store
 import deltalog.replay as replay_module
 from deltalog import DeltaLogError
 from deltalog.commit_parser import parse_commits
@@ -47,8 +48,14 @@ def _snapshot(root: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> ob
 
 
 @pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/delta-golden is absent")
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
 @pytest.mark.parametrize("name", _tables())
-def test_columnar_equals_exact_on_golden_tables(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_columnar_equals_exact_on_golden_tables(
+    name: str, mapped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also with every commit memory-mapped (as big local commits are)."""
+    if mapped:
+        monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
     fast = _snapshot(GOLDEN / name, True, monkeypatch)
     exact = _snapshot(GOLDEN / name, False, monkeypatch)
     assert fast == exact
@@ -135,3 +142,30 @@ def test_unexpected_partition_key_falls_back() -> None:
     assert parsed is not None
     assert parsed.adds.column("partition_values").to_pylist() == [[("p", "1"), ("zz", "2")]]
     assert parsed.adds.schema.field("partition_values").type == pa.map_(pa.string(), pa.string())
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
+def test_invalid_utf8_gets_the_exact_error(
+    mapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Invalid UTF-8 in a string the JSON reader would keep: the exact parser names the line."""
+    if mapped:
+        monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    head = (
+        b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\n'
+        b'{"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{}",'
+        b'"partitionColumns":[],"configuration":{}}}\n'
+    )
+    add = (
+        b'{"add":{"path":"%s","partitionValues":{},"size":1,"modificationTime":1,'
+        b'"dataChange":true}}\n'
+    )
+    (log / f"{0:020d}.json").write_bytes(head + add % "caf\u00e9".encode() + add % b"b\xff")
+    storage = TableStorage.open(str(tmp_path))
+    with pytest.raises(DeltaLogError, match="line 4"):
+        replay(storage, list_log(storage))
+    (log / f"{0:020d}.json").write_bytes(head + add % "caf\u00e9".encode())
+    snap = replay(storage, list_log(storage))
+    assert snap.files.column("path").to_pylist() == ["caf\u00e9"]

@@ -17,6 +17,7 @@ import pytest
 from test_columnar_replay import GOLDEN, _partitions, _snapshot, _tables
 
 import deltalog.commit_parser as commit_parser
+import deltalog.logstores.local as local_store
 from deltalog.commit_parser import parse_commits
 
 Encoder = Callable[[dict[str, Any]], bytes]
@@ -142,10 +143,13 @@ def _write(root: Path, encode: Encoder) -> None:
         (log / f"{v:020d}.json").write_bytes(b"".join(encode(a) + b"\n" for a in actions))
 
 
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
 @pytest.mark.parametrize("fmt", sorted(ENCODERS))
 def test_fast_path_taken_and_exact_on_every_format(
-    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fmt: str, mapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if mapped:  # every commit memory-mapped, as big local commits are
+        monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
     _write(tmp_path, ENCODERS[fmt])
     contents = [
         (int(p.name[:20]), p.read_bytes()) for p in sorted((tmp_path / "_delta_log").iterdir())

@@ -55,6 +55,7 @@ def test_write_then_read_round_trips(log_store: StoreUnderTest, data: bytes) -> 
     path = log_store.path("_delta_log", COMMIT_0)
     store.write(path, data)
     assert store.read(path) == data
+    assert store.read_view(path)[:] == data  # a map for big local files
     with store.open_input(path) as fh:
         assert fh.read() == data
 
@@ -117,6 +118,8 @@ def test_read_of_a_missing_file(log_store: StoreUnderTest) -> None:
         assert isinstance(info.value, LogStoreError)
         with pytest.raises(LogFileNotFoundError):
             store.open_input(missing)
+        with pytest.raises(LogFileNotFoundError):
+            store.read_view(missing)
 
 
 def test_reading_a_directory_raises_a_store_error(log_store: StoreUnderTest) -> None:
@@ -446,3 +449,19 @@ def test_open_store_without_the_sdk_names_the_extra(
         open_store(uri, {"s3.commit_protocol": "conditional-put"})
     assert isinstance(info.value, ImportError)
     assert f"deltalog[{extra}]" in str(info.value)
+
+
+def test_local_store_maps_big_files_and_reads_small_ones(tmp_path: Path) -> None:
+    import mmap
+
+    from deltalog.logstores.local import _MAP_MIN_BYTES, LocalLogStore
+
+    store = LocalLogStore()
+    big, small = str(tmp_path / "big"), str(tmp_path / "small")
+    store.write(big, b"x" * _MAP_MIN_BYTES)
+    store.write(small, b"y" * (_MAP_MIN_BYTES - 1))
+    view = store.read_view(big)
+    assert isinstance(view, mmap.mmap) and view[:] == b"x" * _MAP_MIN_BYTES
+    store.write(big, b"z", overwrite=True)  # replaced by a rename: the map keeps the old file
+    assert view[:3] == b"xxx" and store.read(big) == b"z"
+    assert isinstance(store.read_view(small), bytes)
