@@ -22,6 +22,7 @@ from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
 from deltalog.logstores.thread_pool import shared_pool
 
 from .errors import CheckpointFormatError, IncompleteCheckpointError
+from .nulls import null_array
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
 
 
@@ -68,7 +69,7 @@ def _conform_struct(arr: pa.Array | pa.ChunkedArray, target: pa.StructType) -> p
             if child.type != f.type:
                 child = _conform(child, f.type)
         else:
-            child = pa.nulls(len(arr), f.type)
+            child = null_array(f.type, len(arr))
         children.append(child)
     mask = arr.is_null() if arr.null_count else None
     return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)

@@ -36,6 +36,7 @@ from deltalog.actions import (
     RemoveFile,
     parse_line,
 )
+from deltalog.checkpoints.nulls import null_array
 from deltalog.checkpoints.schema import ADD, REMOVE
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
@@ -132,16 +133,16 @@ def _conform(column: pa.StructArray, schema: pa.Schema, tags: pa.Array | None) -
             assert name is not None
             arrays.append(_struct_to_map(column.field(name), f.type))
         elif f.name == "tags":
-            arrays.append(tags if tags is not None else pa.nulls(len(column), f.type))
+            arrays.append(tags if tags is not None else null_array(f.type, len(column)))
         elif name is None:
-            arrays.append(pa.nulls(len(column), f.type))
+            arrays.append(null_array(f.type, len(column)))
         else:
             child = column.field(name)
             if pa.types.is_struct(f.type):
                 kids = [
                     child.field(k.name).cast(k.type)
                     if child.type.get_field_index(k.name) >= 0
-                    else pa.nulls(len(child), k.type)
+                    else null_array(k.type, len(child))
                     for k in f.type
                 ]
                 mask = child.is_null() if child.null_count else None

@@ -35,6 +35,7 @@ from deltalog.actions import (
 )
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import count_problems
+from deltalog.checkpoints.nulls import null_array
 from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.commit_parser import Text, parse_commits
 from deltalog.errors import (
@@ -83,7 +84,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     arrays = [
         table.column(f.name).cast(f.type)
         if f.name in table.column_names
-        else pa.nulls(table.num_rows, f.type)
+        else null_array(f.type, table.num_rows)
         for f in schema
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
