@@ -7,6 +7,7 @@ from a log is written back exactly, field metadata included.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -130,17 +131,13 @@ class StructType:
     def from_json_string(cls, text: str) -> StructType:
         """Parse ``metaData.schemaString``.
 
+        The same text gives the same (immutable) object: a writer's every new snapshot asks
+        for its schema, and the table's schema string rarely changes.
+
         Raises:
             InvalidSchemaError: The text is not a valid Delta schema.
         """
-        try:
-            obj = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidSchemaError(f"schema string is not JSON: {exc}") from exc
-        parsed = _parse_type(obj)
-        if not isinstance(parsed, StructType):
-            raise InvalidSchemaError("the table schema must be a struct")
-        return parsed
+        return _schema_from_string(text)
 
     def field(self, name: str) -> StructField:
         """The field called ``name``.
@@ -360,3 +357,15 @@ def as_struct(schema: StructType | pa.Schema | Mapping[str, Any] | str) -> Struc
     if not result.fields:
         raise InvalidSchemaError("a table schema needs at least one column")
     return result
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_from_string(text: str) -> StructType:
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidSchemaError(f"schema string is not JSON: {exc}") from exc
+    parsed = _parse_type(obj)
+    if not isinstance(parsed, StructType):
+        raise InvalidSchemaError("the table schema must be a struct")
+    return parsed

@@ -88,10 +88,13 @@ class LocalLogStore(LogStore):
     def _write(self, path: str, data: bytes, *, overwrite: bool, fsync: bool) -> None:
         directory = os.path.dirname(path)
         with _mapped(path):
-            os.makedirs(directory, exist_ok=True)
             tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
-                self._write_temp(tmp, data, fsync=fsync)
+                try:
+                    self._write_temp(tmp, data, fsync=fsync)
+                except FileNotFoundError:  # the directory is made on the first write only
+                    os.makedirs(directory, exist_ok=True)
+                    self._write_temp(tmp, data, fsync=fsync)
                 if overwrite:
                     os.replace(tmp, path)
                 else:
