@@ -10,6 +10,7 @@ neither an allocation nor resident memory. Arrow arrays are immutable, so sharin
 from __future__ import annotations
 
 import mmap
+import os
 import threading
 
 import pyarrow as pa
@@ -34,6 +35,14 @@ def _zero(size: int) -> pa.Buffer:
     return zeros.slice(0, size)
 
 
+def _forget_lock() -> None:
+    global _lock
+    _lock = threading.Lock()  # a fork while another thread held it must not leave it held
+
+
+os.register_at_fork(after_in_child=_forget_lock)
+
+
 def null_array(t: pa.DataType, n: int) -> pa.Array:
     """An array of ``n`` nulls of type ``t`` (``pa.nulls`` for types without a layout here)."""
     validity = _zero((n + 7) // 8)
@@ -54,6 +63,10 @@ def null_array(t: pa.DataType, n: int) -> pa.Array:
         return pa.Array.from_buffers(
             t, n, [validity, _zero(4 * (n + 1))], null_count=n, children=[child]
         )
-    if not pa.types.is_dictionary(t) and not pa.types.is_nested(t) and t.bit_width % 8 == 0:
-        return pa.Array.from_buffers(t, n, [validity, _zero(n * (t.bit_width // 8))], null_count=n)
+    try:
+        width = t.bit_width
+    except ValueError:  # no fixed width (views, extension types...)
+        width = 0
+    if width and width % 8 == 0 and not pa.types.is_dictionary(t) and not pa.types.is_nested(t):
+        return pa.Array.from_buffers(t, n, [validity, _zero(n * (width // 8))], null_count=n)
     return pa.nulls(n, t)

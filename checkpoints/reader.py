@@ -7,7 +7,6 @@ back as JSON-like dicts in the protocol's camelCase, ready for the action parser
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -230,29 +229,35 @@ def _has_struct_column(top: pa.Schema, action: str, path: str) -> bool:
 
 
 def _read_columns(
-    pf: pq.ParquetFile, columns: list[str], action: str, local: str | None = None
+    pf: pq.ParquetFile, columns: list[str], action: str, local: pa.NativeFile | None = None
 ) -> pa.Table | None:
     """The rows holding ``action``, read batch by batch from the row groups that may hold it.
 
     Rows of other actions are dropped batch by batch, so a checkpoint written as one huge row
     group (as delta-spark writes them) never materialises a million nulls per column at once.
-    The row groups of a local file are read side by side, each by one thread (a file of its
-    own, the footer parsed once): that keeps every core busy, where one reader decoding
-    column by column waits for its biggest column (``stats``).
+    The row groups of a local file (``local``, the open file ``pf`` reads) are read side by
+    side, one thread each, all through that one open file (positional reads) with the footer
+    parsed once: that keeps every core busy, where one reader decoding column by column waits
+    for its biggest column (``stats``).
     """
     groups = _row_groups_with(pf, action)
     if not groups:
         return None
+    kept = None
     if local is not None and len(groups) > 1 and READERS > 1:
         meta = pf.metadata
 
         def read(group: int) -> list[pa.Table]:
-            with pq.ParquetFile(local, metadata=meta, pre_buffer=False) as own:
-                return _kept(own, [group], columns, action, threads=False)
+            own = pq.ParquetFile(local, metadata=meta, pre_buffer=False)
+            return _kept(own, [group], columns, action, threads=False)
 
-        pool = shared_pool("checkpoint-read", READERS)
-        kept = [t for part in pool.map(read, groups) for t in part]
-    else:
+        try:
+            parts = shared_pool("checkpoint-read", READERS).map(read, groups)
+        except RuntimeError:  # no new threads at interpreter exit: read them in this one
+            pass
+        else:
+            kept = [t for part in parts for t in part]
+    if kept is None:
         kept = _kept(pf, groups, columns, action, threads=True)
     if not kept:
         return None
@@ -285,10 +290,11 @@ def _read_parquet(
     local = store.local_path(path)
     wanted = {"add": add_fields, "remove": remove_fields}
     try:
-        with store.open_input(path) if local is None else contextlib.nullcontext(local) as fh:
+        with store.open_input(path) if local is None else pa.OSFile(local) as fh:
             # Pre-buffering coalesces ranged reads of a remote file; a local one is read as
             # needed (pre-buffered column chunks would only add to peak memory).
             pf = pq.ParquetFile(fh, pre_buffer=local is None)
+            shared = fh if local is not None and isinstance(fh, pa.NativeFile) else None
             top = pf.schema_arrow
             for action, fields in wanted.items():
                 if not fields or not _has_struct_column(top, action, path):
@@ -301,7 +307,7 @@ def _read_parquet(
                     for f in fields
                     if f in kids and not _never_set(pf, groups, leaves.get(f, []))
                 ] or [action]
-                table = _read_columns(pf, columns, action, local)
+                table = _read_columns(pf, columns, action, shared)
                 if table is not None:
                     part = _file_table(table.column(action), fields, action)
                     (out.adds if action == "add" else out.removes).append(part)
@@ -310,7 +316,7 @@ def _read_parquet(
             for action in NON_FILE_ACTIONS:
                 if not _has_struct_column(top, action, path):
                     continue
-                table = _read_columns(pf, [action], action, local)
+                table = _read_columns(pf, [action], action, shared)
                 if table is None:
                     continue
                 col = table.column(action).combine_chunks()

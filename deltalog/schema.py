@@ -7,6 +7,7 @@ from a log is written back exactly, field metadata included.
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Iterator, Mapping
@@ -104,12 +105,16 @@ class StructField:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The field as it appears in a schema string."""
+        """The field as it appears in a schema string.
+
+        The metadata is a copy: parsed schemas are shared (see
+        :meth:`StructType.from_json_string`), so nothing given out may alias them.
+        """
         return {
             "name": self.name,
             "type": self.type.to_json(),
             "nullable": self.nullable,
-            "metadata": self.metadata,
+            "metadata": copy.deepcopy(self.metadata) if self.metadata else {},
         }
 
 

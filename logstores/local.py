@@ -75,9 +75,13 @@ class LocalLogStore(LogStore):
 
     def read_view(self, path: str) -> bytes | mmap.mmap:  # noqa: D102
         with _mapped(path), open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size >= max(1, _MAP_MIN_BYTES):
-                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        return self.read(path)  # small: a copy is cheaper than a map
+            st = os.fstat(fh.fileno())
+            if st.st_size >= max(1, _MAP_MIN_BYTES) and _mappable_device(st.st_dev):
+                try:
+                    return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):  # cannot be mapped (or shrank): read it
+                    pass
+            return fh.read()
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:  # noqa: D102
         self._write(path, data, overwrite=overwrite, fsync=self._fsync)
@@ -92,7 +96,7 @@ class LocalLogStore(LogStore):
             try:
                 try:
                     self._write_temp(tmp, data, fsync=fsync)
-                except FileNotFoundError:  # the directory is made on the first write only
+                except (FileNotFoundError, NotADirectoryError):  # made on the first write only
                     os.makedirs(directory, exist_ok=True)
                     self._write_temp(tmp, data, fsync=fsync)
                 if overwrite:
@@ -194,6 +198,40 @@ class LocalLogStore(LogStore):
     def open_input(self, path: str) -> BinaryIO:  # noqa: D102
         with _mapped(path):
             return open(path, "rb")
+
+
+#: Filesystems on local block devices or memory, where a mapped file fails only as the disk
+#: does. Network and FUSE filesystems (NFS, SMB, gcsfuse, s3fs, dbfs...) are read instead: an
+#: I/O error on a mapped page is a signal that kills the process, not an exception.
+_LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "zfs", "overlay", "f2fs", "bcachefs", "ramfs"}
+)
+_device_types: dict[int, bool] = {}
+
+
+def _mappable_device(dev: int) -> bool:
+    """Whether files on device ``dev`` may be memory-mapped (its filesystem is local).
+
+    Known from ``/proc/self/mountinfo``, once per device; ``False`` wherever that cannot tell
+    (another OS, a device no mount line names).
+    """
+    known = _device_types.get(dev)
+    if known is None:
+        known = _device_types[dev] = _filesystem_of(dev) in _LOCAL_FILESYSTEMS
+    return known
+
+
+def _filesystem_of(dev: int) -> str | None:
+    wanted = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == wanted and " - " in line:
+                    return line.split(" - ", 1)[1].split()[0]
+    except OSError:
+        return None
+    return None
 
 
 def _fsync_dir(directory: str) -> None:

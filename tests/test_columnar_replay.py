@@ -56,6 +56,7 @@ def test_columnar_equals_exact_on_golden_tables(
     """Also with every commit memory-mapped (as big local commits are)."""
     if mapped:
         monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
+        monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
     fast = _snapshot(GOLDEN / name, True, monkeypatch)
     exact = _snapshot(GOLDEN / name, False, monkeypatch)
     assert fast == exact
@@ -151,6 +152,7 @@ def test_invalid_utf8_gets_the_exact_error(
     """Invalid UTF-8 in a string the JSON reader would keep: the exact parser names the line."""
     if mapped:
         monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
+        monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
     log = tmp_path / "_delta_log"
     log.mkdir()
     head = (

@@ -150,6 +150,7 @@ def test_fast_path_taken_and_exact_on_every_format(
 ) -> None:
     if mapped:  # every commit memory-mapped, as big local commits are
         monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
+        monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
     _write(tmp_path, ENCODERS[fmt])
     contents = [
         (int(p.name[:20]), p.read_bytes()) for p in sorted((tmp_path / "_delta_log").iterdir())

@@ -451,17 +451,39 @@ def test_open_store_without_the_sdk_names_the_extra(
     assert f"deltalog[{extra}]" in str(info.value)
 
 
-def test_local_store_maps_big_files_and_reads_small_ones(tmp_path: Path) -> None:
+def test_local_store_maps_big_files_and_reads_small_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import mmap
 
-    from deltalog.logstores.local import _MAP_MIN_BYTES, LocalLogStore
+    from deltalog.logstores import local
 
-    store = LocalLogStore()
+    monkeypatch.setattr(local, "_filesystem_of", lambda dev: "ext4")
+    monkeypatch.setattr(local, "_device_types", {})
+    store = local.LocalLogStore()
+    size = local._MAP_MIN_BYTES
     big, small = str(tmp_path / "big"), str(tmp_path / "small")
-    store.write(big, b"x" * _MAP_MIN_BYTES)
-    store.write(small, b"y" * (_MAP_MIN_BYTES - 1))
+    store.write(big, b"x" * size)
+    store.write(small, b"y" * (size - 1))
     view = store.read_view(big)
-    assert isinstance(view, mmap.mmap) and view[:] == b"x" * _MAP_MIN_BYTES
+    assert isinstance(view, mmap.mmap) and view[:] == b"x" * size
     store.write(big, b"z", overwrite=True)  # replaced by a rename: the map keeps the old file
     assert view[:3] == b"xxx" and store.read(big) == b"z"
     assert isinstance(store.read_view(small), bytes)
+    for remote in ("nfs4", "fuse.gcsfuse", None):  # a signal on an I/O error: read instead
+        monkeypatch.setattr(local, "_filesystem_of", lambda dev, fs=remote: fs)
+        monkeypatch.setattr(local, "_device_types", {})
+        store.write(big, b"w" * size, overwrite=True)
+        assert store.read_view(big) == b"w" * size
+        assert isinstance(store.read_view(big), bytes)
+
+
+def test_local_store_names_the_filesystem_of_its_files(tmp_path: Path) -> None:
+    """``/proc/self/mountinfo`` names the filesystem of a file's device on Linux."""
+    from deltalog.logstores import local
+
+    if not os.path.exists("/proc/self/mountinfo"):
+        pytest.skip("no /proc/self/mountinfo on this system")
+    fs = local._filesystem_of(os.stat(tmp_path).st_dev)
+    assert isinstance(fs, str) and fs
+    assert local._filesystem_of(os.makedev(4095, 4095)) is None
