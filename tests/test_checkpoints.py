@@ -437,10 +437,20 @@ def test_row_groups_read_side_by_side_keep_log_order(
     fields = ("path", "size", "stats")
     store = LocalLogStore()
     spread = reader.read_checkpoint(store, [str(path)], add_fields=fields, remove_fields=("path",))
+
+    class Closed:  # the pool at interpreter exit: no new threads
+        def map(self, *args: object) -> object:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    with monkeypatch.context() as m:
+        m.setattr(reader, "shared_pool", lambda name, workers: Closed())
+        exiting = reader.read_checkpoint(
+            store, [str(path)], add_fields=fields, remove_fields=("path",)
+        )
     monkeypatch.setattr(reader, "READERS", 1)
     single = reader.read_checkpoint(store, [str(path)], add_fields=fields, remove_fields=("path",))
     assert pq.ParquetFile(path).metadata.num_row_groups == 13
-    for got in (spread, single):
+    for got in (spread, exiting, single):
         (add_rows,) = got.adds
         (remove_rows,) = got.removes
         assert add_rows.column("path").to_pylist() == [a["path"] for a in adds if a]
