@@ -142,18 +142,27 @@ def _cleanup_while_first_read(
     monkeypatch: pytest.MonkeyPatch, root: str, writer: DeltaTable
 ) -> None:
     """The next read of a commit file first lets the writer move on, checkpoint and clean up."""
-    original = LocalLogStore.read
     pending = [True]
 
-    def read(self: LocalLogStore, path: str) -> bytes:
+    def first_read(path: str) -> None:
         if pending and path.endswith(".json") and "_delta_log" in path:
             pending.clear()
             commit_one(writer, "late.parquet")
             writer.checkpoint()
             assert writer.cleanup_log()
-        return original(self, path)
+
+    original_read, original_view = LocalLogStore.read, LocalLogStore.read_view
+
+    def read(self: LocalLogStore, path: str) -> bytes:
+        first_read(path)
+        return original_read(self, path)
+
+    def read_view(self: LocalLogStore, path: str) -> Any:  # how replay reads commits
+        first_read(path)
+        return original_view(self, path)
 
     monkeypatch.setattr(LocalLogStore, "read", read)
+    monkeypatch.setattr(LocalLogStore, "read_view", read_view)
 
 
 def _old_table(root: str) -> DeltaTable:
