@@ -292,11 +292,13 @@ def rows(quick: bool) -> list[Row]:
         ),
         Row(
             f"cli_files_{big}",
-            f"CLI `files` on {big:,} files vs the API (open + files())",
+            f"CLI `files` on {big:,} files vs the API listing the same (open + "
+            "files(with_stats=False)), each a fresh `python` process, start-up and imports "
+            "included on both sides",
             "cp_big",
             "cli_files",
-            "dl_list",
-            baseline="deltalog API",
+            "api_files",
+            baseline="API process",
             time_target=2.0,
             rss_target=None,
         ),
@@ -348,14 +350,17 @@ def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
 # --------------------------------------------------------------------------- child ops
 def _cli(args: list[str]) -> dict[str, Any]:
     """Run the CLI in its own interpreter; peak RSS is the CLI process's own ``VmHWM``."""
+    return _python("from deltalog.cli import main\nsys.exit(main(sys.argv[1:]))\n", args)
+
+
+def _python(body: str, args: list[str]) -> dict[str, Any]:
+    """Run ``body`` in a fresh interpreter (output discarded); its own peak RSS (``VmHWM``)."""
     code = (
         "import atexit, sys\n"
         "def _hwm():\n"
         "    for l in open('/proc/self/status'):\n"
         "        if l.startswith('VmHWM:'): sys.stderr.write('VMHWM %s\\n' % l.split()[1])\n"
-        "atexit.register(_hwm)\n"
-        "from deltalog.cli import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
+        "atexit.register(_hwm)\n" + body
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, *args],
@@ -482,6 +487,10 @@ def op(name: str, path: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"seconds": time.perf_counter() - t0, **extra}
     if name == "cli_files":
         extra = _cli(["files", path])
+        return {"seconds": time.perf_counter() - t0, **extra}
+    if name == "api_files":
+        listing = "import deltalog\ndeltalog.DeltaTable(sys.argv[1]).files(with_stats=False)\n"
+        extra = _python(listing, [path])
         return {"seconds": time.perf_counter() - t0, **extra}
     if name == "cli_check":
         extra = _cli(["check", path, "--no-data-files"])

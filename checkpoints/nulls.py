@@ -70,3 +70,8 @@ def null_array(t: pa.DataType, n: int) -> pa.Array:
     if width and width % 8 == 0 and not pa.types.is_dictionary(t) and not pa.types.is_nested(t):
         return pa.Array.from_buffers(t, n, [validity, _zero(n * (width // 8))], null_count=n)
     return pa.nulls(n, t)
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """``schema.empty_table()`` without converting Python values (which imports pandas)."""
+    return pa.Table.from_arrays([null_array(f.type, 0) for f in schema], schema=schema)

@@ -21,7 +21,7 @@ from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
 from deltalog.logstores.thread_pool import shared_pool
 
 from .errors import CheckpointFormatError, IncompleteCheckpointError
-from .nulls import null_array
+from .nulls import empty_table, null_array
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
 
 
@@ -91,7 +91,7 @@ def _file_table(column: pa.ChunkedArray, fields: Sequence[str], action: str) -> 
         if len(arr):
             tables.append(pa.Table.from_arrays(arr.flatten(), names=list(fields)))
     if not tables:
-        return pa.schema([target.field(i) for i in range(target.num_fields)]).empty_table()
+        return empty_table(pa.schema([target.field(i) for i in range(target.num_fields)]))
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from deltalog import arrow_values as av
 from deltalog.actions import (
     DV_REQUIRED_FIELDS,
     Action,
@@ -36,7 +37,7 @@ from deltalog.actions import (
     RemoveFile,
     parse_line,
 )
-from deltalog.checkpoints.nulls import null_array
+from deltalog.checkpoints.nulls import empty_table, null_array
 from deltalog.checkpoints.schema import ADD, REMOVE
 from deltalog.errors import MalformedCommitError
 from deltalog.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, snake
@@ -82,8 +83,8 @@ class ParsedCommits:
     other: list[tuple[int, Action]] = field(default_factory=list)
     last_commit_info: CommitInfo | None = None
     order: list[bool] = field(default_factory=list)
-    adds: pa.Table = field(default_factory=FILES_SCHEMA.empty_table)
-    removes: pa.Table = field(default_factory=TOMBSTONES_SCHEMA.empty_table)
+    adds: pa.Table = field(default_factory=lambda: empty_table(FILES_SCHEMA))
+    removes: pa.Table = field(default_factory=lambda: empty_table(TOMBSTONES_SCHEMA))
 
 
 def _json_schema(action: str, partition_columns: Sequence[str]) -> pa.Schema:
@@ -105,19 +106,20 @@ def _struct_to_map(arr: pa.StructArray, target: pa.DataType) -> pa.Array:
     """A struct of string columns as a ``map<string,string>`` with one entry per column."""
     n, k = len(arr), arr.type.num_fields
     names = [arr.type.field(j).name for j in range(k)]
-    offsets = pa.array(range(0, (n + 1) * k, k) if k else [0] * (n + 1), pa.int32())
+    # Row i's entries start at i * k (no entries at all without partition columns).
+    offsets = av.int_range(0, (n + 1) * k, k, width=32) if k else av.zeros(n + 1, width=32)
     if k == 0:
-        keys, items = pa.array([], pa.string()), pa.array([], pa.string())
+        keys, items = null_array(pa.string(), 0), null_array(pa.string(), 0)
     elif k == 1:
-        keys = pa.repeat(pa.scalar(names[0]), n) if n else pa.array([], pa.string())
+        keys = pa.repeat(av.string(names[0]), n) if n else null_array(pa.string(), 0)
         items = arr.field(0)
     else:
-        flat = pa.array(range(n * k), pa.int64())
-        row = pc.divide(flat, k)
-        col = pc.subtract(flat, pc.multiply(row, k))
-        keys = pa.array(names, pa.string()).take(col)
+        flat = av.int_range(0, n * k)
+        row = pc.divide(flat, av.int64(k))
+        col = pc.subtract(flat, pc.multiply(row, av.int64(k)))
+        keys = av.strings(names).take(col)
         items = pa.concat_arrays([arr.field(j) for j in range(k)]).take(
-            pc.add(pc.multiply(col, n), row)
+            pc.add(pc.multiply(col, av.int64(n)), row)
         )
     mask = arr.is_null() if arr.null_count else None
     result = pa.MapArray.from_arrays(offsets, keys, items.cast(pa.string()), mask=mask)

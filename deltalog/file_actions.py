@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.actions import AddFile, RemoveFile
+from deltalog.checkpoints.nulls import empty_table
 from deltalog.checkpoints.schema import ADD, REMOVE
 
 
@@ -122,7 +123,7 @@ def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:
 def _to_table(actions: Sequence[AddFile] | Sequence[RemoveFile], schema: pa.Schema) -> pa.Table:
     """Arrow table of file actions; ``schema`` column names are the dataclass attributes."""
     if not actions:
-        return schema.empty_table()
+        return empty_table(schema)
     cols: dict[str, list[Any]] = {}
     for f in schema:
         values = [getattr(a, f.name) for a in actions]
@@ -289,10 +290,8 @@ class FileActionLog:
         """Apply these actions, last one per key winning, on top of a base state."""
         if not self.order:
             return base_files, base_tombstones
-        adds = pa.concat_tables(self.adds) if self.adds else FILES_SCHEMA.empty_table()
-        removes = (
-            pa.concat_tables(self.removes) if self.removes else TOMBSTONES_SCHEMA.empty_table()
-        )
+        adds = pa.concat_tables(self.adds) if self.adds else empty_table(FILES_SCHEMA)
+        removes = pa.concat_tables(self.removes) if self.removes else empty_table(TOMBSTONES_SCHEMA)
         add_keys_arr = chunked_keys(adds, prefix)
         remove_keys_arr = chunked_keys(removes, prefix)
         keep_adds, keep_removes = _winners(self.order, add_keys_arr, remove_keys_arr)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values
 from deltalog.actions import (
     Action,
     AddFile,
@@ -35,7 +36,7 @@ from deltalog.actions import (
 )
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import count_problems
-from deltalog.checkpoints.nulls import null_array
+from deltalog.checkpoints.nulls import empty_table, null_array
 from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.commit_parser import Text, parse_commits
 from deltalog.errors import (
@@ -207,8 +208,7 @@ def _rebuilt_stats(storage: TableStorage, adds: pa.Table) -> pa.ChunkedArray:
 
 def _with_row_numbers(files: pa.Table) -> pa.Table:
     n = files.num_rows
-    numbers = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
-    return files.append_column("_cp_row", numbers)
+    return files.append_column("_cp_row", arrow_values.int_range(0, n))
 
 
 def _load_checkpoint(
@@ -239,10 +239,10 @@ def _load_checkpoint(
         )
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
-    adds = pa.concat_tables(files) if files else FILES_SCHEMA.empty_table()
+    adds = pa.concat_tables(files) if files else empty_table(FILES_SCHEMA)
     return (
         _with_row_numbers(adds),
-        pa.concat_tables(tombstones) if tombstones else TOMBSTONES_SCHEMA.empty_table(),
+        pa.concat_tables(tombstones) if tombstones else empty_table(TOMBSTONES_SCHEMA),
         _stats_loader(storage, paths, adds),
     )
 
@@ -334,7 +334,7 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     if segment.checkpoint is not None:
         base_files, base_tombstones, loader = _load_checkpoint(storage, segment, state)
     else:
-        base_files, base_tombstones = FILES_SCHEMA.empty_table(), TOMBSTONES_SCHEMA.empty_table()
+        base_files, base_tombstones = empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA)
     _apply_commits(storage, segment, state)
     if state.protocol is None:
         raise MissingProtocolError(

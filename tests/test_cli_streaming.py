@@ -97,3 +97,32 @@ def test_check_progress_drawn_on_a_tty(capsys: pytest.CaptureFixture[str]) -> No
     progress.close()
     err = capsys.readouterr().err
     assert "checking: 3 of 10 versions" in err and err.endswith("\r\033[K")
+
+
+def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas on its first conversion of a Python value (~0.15 s): opening a
+    table (checkpoint and commits), listing its files and the ``files`` command build every
+    Arrow constant from buffers instead."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("pandas") is None:
+        pytest.skip("pandas is not installed: nothing to avoid")
+    t = DeltaTable.create(
+        str(tmp_path), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_by=["p"]
+    )
+    for i in range(13):  # a checkpoint at 10, then commits
+        t.append_files([write_parquet(tmp_path, f"p={i % 2}/f{i}.parquet", pa.table({"id": [i]}))])
+    assert t.wait_for_checkpoints(timeout=60)
+    code = (
+        "import sys\n"
+        "import deltalog\n"
+        "from deltalog.cli import main\n"
+        f"t = deltalog.DeltaTable({str(tmp_path)!r})\n"
+        "assert t.files().num_rows == 13 and t.version() == 13\n"
+        f"assert main(['files', {str(tmp_path)!r}]) == 0\n"
+        "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "13 files at version 13" in proc.stdout

@@ -1,0 +1,67 @@
+"""Arrow constants built from raw buffers, never by converting Python values.
+
+The first time pyarrow converts a Python value (``pa.scalar``, ``pa.array`` of a list, a
+Python number handed to a compute function), it imports pandas when pandas is installed: about
+0.15 s, more than opening a million-file table from its checkpoint takes. Paths every open
+or CLI command runs build their constants here instead, so pandas is only imported by code
+that really converts Python objects.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+
+
+def int_range(start: int, stop: int, step: int = 1, *, width: int = 64) -> pa.Array:
+    """``range(start, stop, step)`` as an ``int64`` (or ``int32``, ``width=32``) array."""
+    dtype = np.int64 if width == 64 else np.int32
+    values = np.arange(start, stop, step, dtype=dtype)
+    t = pa.int64() if width == 64 else pa.int32()
+    return pa.Array.from_buffers(t, len(values), [None, pa.py_buffer(values)])
+
+
+def zeros(count: int, *, width: int = 64) -> pa.Array:
+    """``count`` zeros as an ``int64`` (or ``int32``, ``width=32``) array."""
+    values = np.zeros(count, dtype=np.int64 if width == 64 else np.int32)
+    t = pa.int64() if width == 64 else pa.int32()
+    return pa.Array.from_buffers(t, count, [None, pa.py_buffer(values)])
+
+
+def int64(value: int) -> pa.Int64Scalar:
+    """An ``int64`` scalar."""
+    array = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(struct.pack("<q", value))])
+    scalar = array[0]
+    assert isinstance(scalar, pa.Int64Scalar)
+    return scalar
+
+
+def string(value: str) -> pa.StringScalar:
+    """A ``string`` scalar."""
+    data = value.encode()
+    offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
+    array = pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])
+    scalar = array[0]
+    assert isinstance(scalar, pa.StringScalar)
+    return scalar
+
+
+def strings(values: list[str]) -> pa.StringArray:
+    """A ``string`` array of ``values`` (none null)."""
+    data = [v.encode() for v in values]
+    ends = np.cumsum([0, *(len(d) for d in data)], dtype=np.int32)
+    array = pa.Array.from_buffers(
+        pa.string(), len(data), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))]
+    )
+    assert isinstance(array, pa.StringArray)
+    return array
+
+
+def true() -> pa.BooleanScalar:
+    """The ``bool`` scalar ``True``."""
+    array = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x01")])
+    scalar = array[0]
+    assert isinstance(scalar, pa.BooleanScalar)
+    return scalar
