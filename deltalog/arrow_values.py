@@ -9,25 +9,29 @@ that really converts Python objects.
 
 from __future__ import annotations
 
+import array
 import struct
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def int_range(start: int, stop: int, step: int = 1, *, width: int = 64) -> pa.Array:
-    """``range(start, stop, step)`` as an ``int64`` (or ``int32``, ``width=32``) array."""
-    dtype = np.int64 if width == 64 else np.int32
-    values = np.arange(start, stop, step, dtype=dtype)
-    t = pa.int64() if width == 64 else pa.int32()
-    return pa.Array.from_buffers(t, len(values), [None, pa.py_buffer(values)])
+    """``range(start, stop, step)`` as an ``int64`` (or ``int32``, ``width=32``) array.
+
+    Built by Arrow kernels (a running sum of ones), not from a Python sequence.
+    """
+    n = len(range(start, stop, step))
+    ones = pa.repeat(int64(1), n)
+    counts = pc.subtract(pc.cumulative_sum(ones), int64(1))  # 0, 1, 2, ...
+    values = pc.add(pc.multiply(counts, int64(step)), int64(start))
+    return values if width == 64 else values.cast(pa.int32())
 
 
 def zeros(count: int, *, width: int = 64) -> pa.Array:
     """``count`` zeros as an ``int64`` (or ``int32``, ``width=32``) array."""
-    values = np.zeros(count, dtype=np.int64 if width == 64 else np.int32)
-    t = pa.int64() if width == 64 else pa.int32()
-    return pa.Array.from_buffers(t, count, [None, pa.py_buffer(values)])
+    values = pa.repeat(int64(0), count)
+    return values if width == 64 else values.cast(pa.int32())
 
 
 def int64(value: int) -> pa.Int64Scalar:
@@ -51,12 +55,14 @@ def string(value: str) -> pa.StringScalar:
 def strings(values: list[str]) -> pa.StringArray:
     """A ``string`` array of ``values`` (none null)."""
     data = [v.encode() for v in values]
-    ends = np.cumsum([0, *(len(d) for d in data)], dtype=np.int32)
-    array = pa.Array.from_buffers(
+    ends = array.array("i", [0])
+    for d in data:
+        ends.append(ends[-1] + len(d))
+    result = pa.Array.from_buffers(
         pa.string(), len(data), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))]
     )
-    assert isinstance(array, pa.StringArray)
-    return array
+    assert isinstance(result, pa.StringArray)
+    return result
 
 
 def true() -> pa.BooleanScalar:
