@@ -585,21 +585,56 @@ def _tombstones(column: pa.StructArray) -> pa.Table:
     return removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
 
 
+#: Blocks smaller than this are joined with their neighbours before the JSON reader sees them.
+UNIT_BYTES = 4 << 20
+
+
+def _units(blocks: list[memoryview]) -> list[memoryview]:
+    """The blocks as texts of about :data:`UNIT_BYTES` or more, in order.
+
+    A block that big is kept as it is (no copy); runs of smaller ones are joined into one text,
+    so ten thousand one-line commits are one read, not ten thousand reads (each with its own
+    batch to check and convert).
+    """
+    units: list[memoryview] = []
+    run: list[memoryview] = []
+    size = 0
+
+    def close_run() -> None:
+        nonlocal run, size
+        if run:
+            units.append(run[0] if len(run) == 1 else memoryview(b"\n".join(run)))
+        run, size = [], 0
+
+    for block in blocks:
+        if block.nbytes >= UNIT_BYTES:
+            close_run()
+            units.append(block)
+            continue
+        run.append(block)
+        size += block.nbytes + 1
+        if size >= UNIT_BYTES:
+            close_run()
+    close_run()
+    return units
+
+
 def _read_blocks(blocks: list[memoryview], kinds: dict[str, Sequence[str]]) -> pa.Table | None:
     """The blocks' lines as one table (see :func:`_read_rows`), block order kept.
 
-    Several blocks (commits of a group) are read side by side on the worker pool, one thread
-    each, rather than joined into one text first: no copy of the group's text, and small
-    commits, one parse block each, still keep both cores busy.
+    Small blocks are joined into units of a few megabytes (:func:`_units`); several units are
+    read side by side on the worker pool, one thread each: big commits are never copied, and
+    both cores stay busy.
     """
-    if len(blocks) == 1:
-        return _read_rows(blocks[0], None, kinds)
-    tables = list(worker_pool().map(lambda b: _read_rows(b, None, kinds, threads=False), blocks))
+    units = _units(blocks)
+    if len(units) == 1:
+        return _read_rows(units[0], None, kinds)
+    tables = list(worker_pool().map(lambda b: _read_rows(b, None, kinds, threads=False), units))
     if any(t is None for t in tables):
         return None
     try:
         return pa.concat_tables([t for t in tables if t is not None])
-    except pa.ArrowInvalid:  # inferred tags typed differently from block to block
+    except pa.ArrowInvalid:  # inferred tags typed differently from unit to unit
         return _read_rows(memoryview(b"\n".join(blocks)), None, kinds)
 
 

@@ -82,6 +82,26 @@ def test_commit_groups_of_one_commit_equal_exact(
     assert fast == exact
 
 
+def test_small_blocks_are_joined_into_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commit_parser, "UNIT_BYTES", 10)
+    blocks = [memoryview(b) for b in (b"aa", b"bbb", b"cc", b"x" * 12, b"d", b"eeeeeeee", b"f")]
+    units = [bytes(u) for u in commit_parser._units(blocks)]
+    assert units == [b"aa\nbbb\ncc", b"x" * 12, b"d\neeeeeeee", b"f"]
+    assert commit_parser._units(blocks)[1].obj is blocks[3].obj  # a big block is not copied
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason="../shared/delta-golden is absent")
+@pytest.mark.parametrize("name", _tables())
+def test_every_commit_read_on_its_own_equals_exact(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Units of one commit each (side by side on the pool) give what joined units give."""
+    monkeypatch.setattr(commit_parser, "UNIT_BYTES", 1)
+    fast = _snapshot(GOLDEN / name, True, monkeypatch)
+    exact = _snapshot(GOLDEN / name, False, monkeypatch)
+    assert fast == exact
+
+
 def test_commit_groups_are_bounded() -> None:
     commits = [(v, b"x" * size) for v, size in enumerate([5, 5, 20, 1, 1, 1])]
     groups = [[v for v, _ in g] for g in commit_parser.commit_groups(commits, limit=10)]
