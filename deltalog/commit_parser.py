@@ -394,7 +394,10 @@ def _joined(parts: list[ParsedCommits]) -> ParsedCommits:
 
 def _pattern(forms: tuple[bytes, ...]) -> re.Pattern[bytes]:
     """One regular expression for the forms of a line head (``{"add":{`` or ``{"add": {``)."""
-    return _PATTERNS.setdefault(forms, re.compile(b"|".join(re.escape(f) for f in forms)))
+    pattern = _PATTERNS.get(forms)
+    if pattern is None:  # (setdefault would build the expression on every call)
+        pattern = _PATTERNS[forms] = re.compile(b"|".join(re.escape(f) for f in forms))
+    return pattern
 
 
 _PATTERNS: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}

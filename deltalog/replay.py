@@ -260,6 +260,26 @@ def commit_timestamp(info: CommitInfo | None, metadata: Metadata, file_mtime: in
 
 #: Commit bytes read ahead of the parser (at least one file is always in flight).
 _READ_AHEAD_BYTES = 64 << 20
+#: Commits read by one task of the pool: small commits in batches (a task per file costs more
+#: than reading a small file), big ones alone.
+_BATCH_FILES = 64
+_BATCH_BYTES = 4 << 20
+
+
+def _read_batches(segment: LogSegment) -> Iterator[list[tuple[int, str, int]]]:
+    """The segment's commits ``(version, name, size)`` in read batches, in order."""
+    batch: list[tuple[int, str, int]] = []
+    size = 0
+    for status in segment.commits:
+        parsed = parse_log_name(status.name)
+        assert parsed is not None
+        if batch and (len(batch) >= _BATCH_FILES or size + status.size > _BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((parsed.version, status.name, status.size))
+        size += status.size
+    if batch:
+        yield batch
 
 
 def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[int, Text]]:
@@ -268,26 +288,28 @@ def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[
     Reads overlap parsing (and each other, which matters on object stores), while the bytes
     read but not yet consumed stay below :data:`_READ_AHEAD_BYTES`.
     """
-    pending: deque[tuple[int, int, Future[Text]]] = deque()
-    statuses = iter(segment.commits)
+
+    def read(batch: list[tuple[int, str, int]]) -> list[tuple[int, Text]]:
+        return [(version, storage.view_log_file(name)) for version, name, _ in batch]
+
+    pending: deque[tuple[int, Future[list[tuple[int, Text]]]]] = deque()
+    batches = _read_batches(segment)
     in_flight = 0
     try:
         while True:
-            for status in statuses:
-                parsed = parse_log_name(status.name)
-                assert parsed is not None
-                future = worker_pool().submit(storage.view_log_file, status.name)
-                pending.append((parsed.version, status.size, future))
-                in_flight += status.size
+            for batch in batches:
+                size = sum(s for _, _, s in batch)
+                pending.append((size, worker_pool().submit(read, batch)))
+                in_flight += size
                 if in_flight >= _READ_AHEAD_BYTES:
                     break
             if not pending:
                 return
-            version, size, future = pending.popleft()
+            size, future = pending.popleft()
             in_flight -= size
-            yield version, future.result()
+            yield from future.result()
     finally:
-        for _, _, future in pending:
+        for _, future in pending:
             future.cancel()
 
 
