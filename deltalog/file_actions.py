@@ -331,9 +331,12 @@ class PendingFiles:
         self._result = result
         self._parent = parent
         self._actions = tuple(actions)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the merge (get)
         # Live canonical path -> its file key, owned by the newest node that asked for it or
-        # inherited it (see live_paths).
+        # inherited it (see live_paths). A lock of its own: a writer's next commit hands the
+        # index on and looks paths up while a checkpoint thread may be merging this state
+        # (which takes as long as the merge), and must not wait for that.
+        self._live_lock = threading.Lock()
         self._live: dict[str, str] | None = None
 
     @classmethod
@@ -346,7 +349,7 @@ class PendingFiles:
         if not actions:
             return self
         child = PendingFiles(self._prefix, parent=self, actions=actions)
-        with self._lock:
+        with self._live_lock:
             live, self._live = self._live, None
         if live is not None:  # hand the index on: a writer only ever asks its newest state
             _apply_live(live, actions, self._prefix)
@@ -366,7 +369,7 @@ class PendingFiles:
         actions to it, so a writer's duplicate-path check costs O(files in the commit), not
         O(files in the table). A state whose index moved on builds a new one if asked again.
         """
-        with self._lock:
+        with self._live_lock:
             live = self._live
         if live is None:
             table = self.get()[0].table
@@ -377,7 +380,7 @@ class PendingFiles:
             else:
                 keys = arrow_keys(table, self._prefix).to_pylist()
                 live = dict(zip(paths, keys, strict=True))
-            with self._lock:
+            with self._live_lock:
                 if self._live is None:
                     self._live = live
                 live = self._live
