@@ -20,7 +20,9 @@ from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError, Log
 
 from .checksum import json_checksum
 from .errors import CheckpointFormatError
+from .json_rows import action_rows
 from .last_checkpoint import LastCheckpoint, parse_last_checkpoint
+from .nulls import null_array
 from .schema import ADD, PRESENCE_LEAVES, REMOVE, classic_schema
 
 LAST_CHECKPOINT = "_last_checkpoint"
@@ -46,7 +48,9 @@ class CheckpointContent:
 
 def _struct_from_table(table: pa.Table | None, target: pa.StructType) -> pa.StructArray:
     if table is None or table.num_rows == 0:
-        return pa.array([], type=target)
+        array = null_array(target, 0)
+        assert isinstance(array, pa.StructArray)
+        return array
     n = table.num_rows
     children = []
     for f in target:
@@ -88,15 +92,11 @@ def checkpoint_sections(content: CheckpointContent) -> Iterator[pa.Table]:
     """
     schema = classic_schema()
     small = content.actions
-    columns = []
-    for f in schema:
-        values = [body if name == f.name else None for name, body in small]
-        try:
-            columns.append(pa.array(values, type=f.type))
-        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-            raise CheckpointFormatError(f"invalid {f.name} action: {exc}") from exc
     if small:
-        yield pa.Table.from_arrays(columns, schema=schema)
+        try:
+            yield action_rows(schema, small)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            raise CheckpointFormatError(f"invalid action in checkpoint: {exc}") from exc
     yield from _batches(schema, "add", content.adds, ADD)
     yield from _batches(schema, "remove", content.removes, REMOVE)
 
