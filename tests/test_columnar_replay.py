@@ -25,6 +25,12 @@ def _tables() -> list[str]:
     return sorted(str(p.parent.relative_to(GOLDEN)) for p in GOLDEN.rglob("_delta_log"))
 
 
+def map_every_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the local store memory-map every commit (as it maps big local ones)."""
+    monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
+    monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
+
+
 def _snapshot(root: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> object:
     with monkeypatch.context() as m:
         if not columnar:
@@ -55,8 +61,7 @@ def test_columnar_equals_exact_on_golden_tables(
 ) -> None:
     """Also with every commit memory-mapped (as big local commits are)."""
     if mapped:
-        monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
-        monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
+        map_every_commit(monkeypatch)
     fast = _snapshot(GOLDEN / name, True, monkeypatch)
     exact = _snapshot(GOLDEN / name, False, monkeypatch)
     assert fast == exact
@@ -171,8 +176,7 @@ def test_invalid_utf8_gets_the_exact_error(
 ) -> None:
     """Invalid UTF-8 in a string the JSON reader would keep: the exact parser names the line."""
     if mapped:
-        monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
-        monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
+        map_every_commit(monkeypatch)
     log = tmp_path / "_delta_log"
     log.mkdir()
     head = (

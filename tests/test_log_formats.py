@@ -14,10 +14,9 @@ from typing import Any
 
 import orjson
 import pytest
-from test_columnar_replay import GOLDEN, _partitions, _snapshot, _tables
+from test_columnar_replay import GOLDEN, _partitions, _snapshot, _tables, map_every_commit
 
 import deltalog.commit_parser as commit_parser
-import deltalog.logstores.local as local_store
 from deltalog.commit_parser import parse_commits
 
 Encoder = Callable[[dict[str, Any]], bytes]
@@ -149,8 +148,7 @@ def test_fast_path_taken_and_exact_on_every_format(
     fmt: str, mapped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if mapped:  # every commit memory-mapped, as big local commits are
-        monkeypatch.setattr(local_store, "_MAP_MIN_BYTES", 1)
-        monkeypatch.setattr(local_store, "_mappable_device", lambda dev: True)
+        map_every_commit(monkeypatch)
     _write(tmp_path, ENCODERS[fmt])
     contents = [
         (int(p.name[:20]), p.read_bytes()) for p in sorted((tmp_path / "_delta_log").iterdir())
