@@ -229,13 +229,13 @@ def _has_struct_column(top: pa.Schema, action: str, path: str) -> bool:
 
 
 def _read_columns(
-    pf: pq.ParquetFile, columns: list[str], action: str, local: pa.NativeFile | None = None
+    pf: pq.ParquetFile, columns: list[str], action: str, shared: pa.NativeFile | None = None
 ) -> pa.Table | None:
     """The rows holding ``action``, read batch by batch from the row groups that may hold it.
 
     Rows of other actions are dropped batch by batch, so a checkpoint written as one huge row
     group (as delta-spark writes them) never materialises a million nulls per column at once.
-    The row groups of a local file (``local``, the open file ``pf`` reads) are read side by
+    The row groups of a local file (``shared``, the open file ``pf`` reads) are read side by
     side, one thread each, all through that one open file (positional reads) with the footer
     parsed once: that keeps every core busy, where one reader decoding column by column waits
     for its biggest column (``stats``).
@@ -244,11 +244,11 @@ def _read_columns(
     if not groups:
         return None
     kept = None
-    if local is not None and len(groups) > 1 and READERS > 1:
+    if shared is not None and len(groups) > 1 and READERS > 1:
         meta = pf.metadata
 
         def read(group: int) -> list[pa.Table]:
-            own = pq.ParquetFile(local, metadata=meta, pre_buffer=False)
+            own = pq.ParquetFile(shared, metadata=meta, pre_buffer=False)
             return _kept(own, [group], columns, action, threads=False)
 
         try:

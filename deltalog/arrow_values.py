@@ -52,14 +52,22 @@ def string(value: str) -> pa.StringScalar:
     return scalar
 
 
+def int32s(values: list[int]) -> pa.Array:
+    """An ``int32`` array of ``values`` (few: offsets, bounds)."""
+    return pa.Array.from_buffers(
+        pa.int32(), len(values), [None, pa.py_buffer(array.array("i", values))]
+    )
+
+
 def strings(values: list[str]) -> pa.StringArray:
     """A ``string`` array of ``values`` (none null)."""
     data = [v.encode() for v in values]
-    ends = array.array("i", [0])
+    ends = [0]
     for d in data:
         ends.append(ends[-1] + len(d))
+    offsets = int32s(ends).buffers()[1]
     result = pa.Array.from_buffers(
-        pa.string(), len(data), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))]
+        pa.string(), len(data), [None, offsets, pa.py_buffer(b"".join(data))]
     )
     assert isinstance(result, pa.StringArray)
     return result

@@ -242,8 +242,9 @@ def _joined(lines: pa.Array) -> pa.Buffer:
     """The lines as one buffer (one copy, no Python object per line)."""
     if not len(lines):
         return pa.py_buffer(b"")
-    bounds = av.int_range(0, len(lines) + 1, len(lines), width=32)  # [0, len]: one list
-    whole = pc.binary_join(pa.ListArray.from_arrays(bounds, lines), av.string(""))
+    whole = pc.binary_join(
+        pa.ListArray.from_arrays(av.int32s([0, len(lines)]), lines), av.string("")
+    )
     scalar = whole[0]
     assert isinstance(scalar, pa.StringScalar)
     buffer = scalar.as_buffer()

@@ -106,11 +106,10 @@ def replaced_sizes(
     ``None`` when an add names a live path with another deletion vector (both stay live: the
     totals are not worth guessing).
     """
-    kept = {
-        canonical_path(add.path, prefix): key
-        for key, add in adds.items()
-        if key not in described and canonical_path(add.path, prefix) not in removes
+    given = {
+        canonical_path(add.path, prefix): key for key, add in adds.items() if key not in described
     }
+    kept = {path: key for path, key in given.items() if path not in removes}
     if not kept:
         return []
     live = snapshot.file_state.live_paths()
