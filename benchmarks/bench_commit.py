@@ -213,7 +213,8 @@ def _import_both() -> None:
     import pyarrow.compute
     import pyarrow.parquet  # noqa: F401
 
-    import deltalog  # noqa: F401
+    import deltalog
+    import deltalog.table  # noqa: F401  (``import deltalog`` alone is lazy)
 
 
 # --------------------------------------------------------------------------- committers

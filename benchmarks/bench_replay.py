@@ -442,7 +442,8 @@ def child_main(engine: str, kind: str, path: str, verify: bool, profile: str | N
     import pyarrow.compute
     import pyarrow.parquet  # noqa: F401
 
-    import deltalog  # noqa: F401
+    import deltalog
+    import deltalog.table  # noqa: F401  (``import deltalog`` alone is lazy: import it here)
 
     op = _ops(kind)[engine]
     rss_base = _maxrss_kib()

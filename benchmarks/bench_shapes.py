@@ -580,6 +580,10 @@ def run(
         shutil.rmtree(path, ignore_errors=True)
         shutil.copytree(table, path, ignore=shutil.ignore_patterns(MARKER))
     br._warm(path)
+    if path != table:
+        # Flush the copy (and whatever earlier rows wrote) before the run: otherwise deltalog's
+        # first fsyncs would write it back too (delta-rs does not fsync), as bench_commit does.
+        os.sync()
     br.prime_memory(prime)
     cmd = [sys.executable, __file__, "--child", name, str(path), json.dumps(args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=str(ROOT))

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
 from deltalog.logstores.thread_pool import shared_pool
 
+from .arrow_pool import open_parquet
 from .errors import CheckpointFormatError, IncompleteCheckpointError
 from .nulls import empty_table, null_array
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
@@ -248,7 +249,7 @@ def _read_columns(
         meta = pf.metadata
 
         def read(group: int) -> list[pa.Table]:
-            own = pq.ParquetFile(shared, metadata=meta, pre_buffer=False)
+            own = open_parquet(shared, metadata=meta, pre_buffer=False)
             return _kept(own, [group], columns, action, threads=False)
 
         try:
@@ -293,7 +294,7 @@ def _read_parquet(
         with store.open_input(path) if local is None else pa.OSFile(local) as fh:
             # Pre-buffering coalesces ranged reads of a remote file; a local one is read as
             # needed (pre-buffered column chunks would only add to peak memory).
-            pf = pq.ParquetFile(fh, pre_buffer=local is None)
+            pf = open_parquet(fh, pre_buffer=local is None)
             shared = fh if local is not None and isinstance(fh, pa.NativeFile) else None
             top = pf.schema_arrow
             for action, fields in wanted.items():

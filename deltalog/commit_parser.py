@@ -37,6 +37,7 @@ from deltalog.actions import (
     RemoveFile,
     parse_line,
 )
+from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.checkpoints.nulls import empty_table, null_array
 from deltalog.checkpoints.schema import ADD, REMOVE
 from deltalog.errors import MalformedCommitError
@@ -241,6 +242,7 @@ def _read_rows(
             parse_options=pj.ParseOptions(
                 explicit_schema=schema, unexpected_field_behavior="infer"
             ),
+            memory_pool=decode_pool(),
         )
     except (pa.ArrowException, ValueError):
         return None

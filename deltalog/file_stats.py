@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.predicates import partition_table
 from deltalog.schema import (
     DataType,
@@ -166,6 +167,7 @@ def _bulk(
             pa.BufferReader(_lines(stats)),
             read_options=pj.ReadOptions(block_size=1 << 22),
             parse_options=options,
+            memory_pool=decode_pool(),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
