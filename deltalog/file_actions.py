@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.actions import AddFile, RemoveFile
 from deltalog.checkpoints.nulls import empty_table
 from deltalog.checkpoints.schema import ADD, REMOVE
@@ -79,6 +80,22 @@ def canonical_paths(paths: pa.Array | pa.ChunkedArray, prefix: str) -> pa.Array:
         is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
         path = pc.if_else(is_abs, qualified, fixed)
     return path
+
+
+def canonical_path_chunks(paths: pa.ChunkedArray, prefix: str) -> pa.ChunkedArray:
+    """:func:`canonical_paths`, chunk by chunk.
+
+    A merged file list's paths come in many chunks; combining a million of them first copied
+    ~75 MB (0.12 s), usually for a check that then changes nothing.
+    """
+    fix = (
+        pc.any(pc.starts_with(paths, "/")).as_py() or pc.any(pc.starts_with(paths, "file:")).as_py()
+    )
+    if not fix:
+        return paths
+    return pa.chunked_array(
+        [canonical_paths(chunk, prefix) for chunk in paths.chunks], type=paths.type
+    )
 
 
 def arrow_keys(table: pa.Table | pa.RecordBatch, prefix: str) -> pa.Array:
@@ -309,6 +326,10 @@ class FileActionLog:
         )
 
 
+#: More paths than this in one lookup build the live path index instead of scanning.
+_SCAN_MAX_PATHS = 1024
+
+
 class PendingFiles:
     """Live files and tombstones after a chain of commits, merged the first time they are asked for.
 
@@ -338,6 +359,8 @@ class PendingFiles:
         # (which takes as long as the merge), and must not wait for that.
         self._live_lock = threading.Lock()
         self._live: dict[str, str] | None = None
+        # Whether this writer looked paths up once already without an index (see live_keys).
+        self._scanned = False
 
     @classmethod
     def merged(cls, files: Keyed, tombstones: Keyed, prefix: str) -> PendingFiles:
@@ -349,6 +372,7 @@ class PendingFiles:
         if not actions:
             return self
         child = PendingFiles(self._prefix, parent=self, actions=actions)
+        child._scanned = self._scanned
         with self._live_lock:
             live, self._live = self._live, None
         if live is not None:  # hand the index on: a writer only ever asks its newest state
@@ -360,6 +384,27 @@ class PendingFiles:
     def is_merged(self) -> bool:
         """Whether the files are merged already (reading them costs no replay work)."""
         return self._result is not None
+
+    def live_keys(self, paths: Collection[str]) -> Mapping[str, str]:
+        """The live ones among canonical ``paths``: path -> file key.
+
+        Looked up in the live path index (:meth:`live_paths`) once there is one. The first
+        time a writer asks, with no index yet, the few paths are instead
+        matched against the merged file list in one vectorised scan: on a 1M-file table ~20 ms
+        instead of ~0.3 s to build the index, which is all a job that opens a table to commit
+        once ever needs. Its later states build the index when asked again.
+        """
+        with self._live_lock:
+            live = self._live
+        if live is None and not self._scanned and len(paths) <= _SCAN_MAX_PATHS:
+            self._scanned = True
+            files = self.get()[0].table
+            live_paths = canonical_path_chunks(files.column("path"), self._prefix)
+            rows = files.filter(pc.is_in(live_paths, value_set=av.strings(list(paths))))
+            found = canonical_paths(rows.column("path"), self._prefix).to_pylist()
+            return dict(zip(found, arrow_keys(rows, self._prefix).to_pylist(), strict=True))
+        index = self.live_paths()
+        return {path: index[path] for path in paths if path in index}
 
     def live_paths(self) -> Mapping[str, str]:
         """Canonical path -> file key of every live file, for membership tests.
@@ -373,12 +418,12 @@ class PendingFiles:
             live = self._live
         if live is None:
             table = self.get()[0].table
-            paths = canonical_paths(table.column("path"), self._prefix).to_pylist()
+            paths = canonical_path_chunks(table.column("path"), self._prefix).to_pylist()
             dv = table.column("deletion_vector")
             if dv.null_count == len(dv):
                 live = dict(zip(paths, paths, strict=True))
             else:
-                keys = arrow_keys(table, self._prefix).to_pylist()
+                keys = chunked_keys(table, self._prefix).to_pylist()
                 live = dict(zip(paths, keys, strict=True))
             with self._live_lock:
                 if self._live is None:

@@ -12,7 +12,7 @@ from deltalog.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, 
 from deltalog.column_mapping import is_mapped, physical_name
 from deltalog.conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
 from deltalog.errors import DuplicateFileError, InvalidInputError, PartitionValueError
-from deltalog.file_actions import canonical_path, canonical_paths, file_key
+from deltalog.file_actions import canonical_path, canonical_path_chunks, canonical_paths, file_key
 from deltalog.logstores import LogFileNotFoundError
 from deltalog.partitions import parse_partition_value
 from deltalog.paths import commit_name
@@ -78,17 +78,20 @@ def check_not_live(
     """No described add may name a file that is live and not removed by the same commit.
 
     The snapshot's live path index is used (built once, then advanced commit by commit), so
-    the check costs O(adds), not O(files in the table).
+    the check costs O(adds), not O(files in the table); a writer's first check scans instead
+    (see ``PendingFiles.live_keys``).
 
     Raises:
         DuplicateFileError: Naming the first such file.
     """
-    live = snapshot.file_state.live_paths()
-    for key, add in adds.items():
-        if key in described:
-            path = canonical_path(add.path, prefix)
-            if path in live and path not in removes:
-                raise DuplicateFileError(f"{add.path!r} is already in the table")
+    paths = {canonical_path(add.path, prefix): key for key, add in adds.items() if key in described}
+    wanted = [path for path in paths if path not in removes]
+    if not wanted:
+        return
+    live = snapshot.file_state.live_keys(wanted)
+    for path in wanted:
+        if path in live:
+            raise DuplicateFileError(f"{adds[paths[path]].path!r} is already in the table")
 
 
 def replaced_sizes(
@@ -112,14 +115,14 @@ def replaced_sizes(
     kept = {path: key for path, key in given.items() if path not in removes}
     if not kept:
         return []
-    live = snapshot.file_state.live_paths()
+    live = snapshot.file_state.live_keys(kept)
     hits = {path: key for path, key in kept.items() if path in live}
     if not hits:
         return []
     if any(live[path] != key for path, key in hits.items()):
         return None
     files = snapshot.raw_files  # sizes only: no statistics are loaded
-    paths = canonical_paths(files.column("path"), prefix)
+    paths = canonical_path_chunks(files.column("path"), prefix)
     rows = files.filter(pc.is_in(paths, value_set=pa.array(list(hits), pa.string())))
     return [int(size) for size in rows.column("size").to_pylist()]
 

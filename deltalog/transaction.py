@@ -65,7 +65,13 @@ from deltalog.errors import (
 from deltalog.features import (
     check_writable,
 )
-from deltalog.file_actions import canonical_path, canonical_paths, file_key, scheme_prefix
+from deltalog.file_actions import (
+    canonical_path,
+    canonical_path_chunks,
+    canonical_paths,
+    file_key,
+    scheme_prefix,
+)
 from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
@@ -420,7 +426,7 @@ class Transaction:
     def _removes_for(self, paths: list[str], data_change: bool) -> list[RemoveFile]:
         files = self._snapshot.files
         wanted = canonical_paths(pa.array(paths, pa.string()), self._prefix)
-        keys = canonical_paths(files.column("path"), self._prefix)
+        keys = canonical_path_chunks(files.column("path"), self._prefix)
         rows = files.filter(pc.is_in(keys, value_set=wanted))
         found = {
             canonical_path(p, self._prefix): i

@@ -108,3 +108,31 @@ def test_remove_and_readd_in_one_commit_stays_live(tmp_path: Path) -> None:
     assert rel in table.snapshot.file_state.live_paths()
     with pytest.raises(DuplicateFileError):
         table.append_files([rel])
+
+
+def test_first_lookup_after_open_scans_instead_of_building_the_index(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    seeds = [_file(tmp_path, f"part=a/seed{i}.parquet") for i in range(50)]
+    table.append_files(seeds)
+    # A job that opens the table to commit once: its duplicate check finds a live file
+    # without building the index.
+    fresh = DeltaTable(str(tmp_path))
+    with pytest.raises(DuplicateFileError, match="seed7"):
+        fresh.append_files([seeds[7]])
+    assert fresh.snapshot.file_state._live is None
+    fresh = DeltaTable(str(tmp_path))
+    first = _file(tmp_path, "part=b/first.parquet")
+    fresh.append_files([first])
+    assert fresh.snapshot.file_state._live is None
+
+    # Its next lookups use the index, built once and advanced per commit.
+    again = DeltaTable(str(tmp_path))
+    again.append_files([_file(tmp_path, "part=b/second.parquet")])
+    with pytest.raises(DuplicateFileError, match="first"):
+        again.append_files([first])
+    assert again.snapshot.file_state._live is not None
+    assert set(again.snapshot.file_state.live_paths()) == _exact_live(again)
+    with pytest.raises(DuplicateFileError, match="seed0"):
+        fresh.append_files([seeds[0]])
+    assert fresh.snapshot.file_state._live is not None
+    assert DeltaTable(str(tmp_path)).files().num_rows == again.files().num_rows == 52
