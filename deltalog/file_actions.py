@@ -417,7 +417,10 @@ class PendingFiles:
         with self._live_lock:
             live = self._live
         if live is None:
-            table = self.get()[0].table
+            # From the nearest merged state, then this state's commits applied one by one:
+            # merging those commits into a million files first would cost as much again.
+            base, chain = self._merged_base()
+            table = base.table
             paths = canonical_path_chunks(table.column("path"), self._prefix).to_pylist()
             dv = table.column("deletion_vector")
             if dv.null_count == len(dv):
@@ -425,11 +428,30 @@ class PendingFiles:
             else:
                 keys = chunked_keys(table, self._prefix).to_pylist()
                 live = dict(zip(paths, keys, strict=True))
+            for actions in reversed(chain):
+                _apply_live(live, actions, self._prefix)
             with self._live_lock:
                 if self._live is None:
                     self._live = live
                 live = self._live
         return live
+
+    def _merged_base(self) -> tuple[Keyed, list[tuple[AddFile | RemoveFile, ...]]]:
+        """The nearest merged state's files and the commits after it, newest first."""
+        with self._lock:
+            result, parent, actions = self._result, self._parent, self._actions
+        if result is not None:
+            return result[0], []
+        chain = [actions]
+        node = parent
+        while True:  # as in get(): each ancestor under its own lock, towards the root
+            assert node is not None
+            with node._lock:
+                result, parent, actions = node._result, node._parent, node._actions
+            if result is not None:
+                return result[0], chain
+            chain.append(actions)
+            node = parent
 
     def get(self) -> tuple[Keyed, Keyed]:
         """The merged (files, tombstones)."""

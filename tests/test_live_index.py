@@ -9,9 +9,17 @@ import pyarrow as pa
 import pytest
 from tableutil import write_parquet
 
-from deltalog import AddFile, DeltaTable
+from deltalog import AddFile, DeltaTable, RemoveFile
 from deltalog.errors import DuplicateFileError
-from deltalog.file_actions import PendingFiles, canonical_paths, scheme_prefix
+from deltalog.file_actions import (
+    Keyed,
+    PendingFiles,
+    adds_to_table,
+    arrow_keys,
+    canonical_paths,
+    removes_to_table,
+    scheme_prefix,
+)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string())])
 
@@ -136,3 +144,66 @@ def test_first_lookup_after_open_scans_instead_of_building_the_index(tmp_path: P
         fresh.append_files([seeds[0]])
     assert fresh.snapshot.file_state._live is not None
     assert DeltaTable(str(tmp_path)).files().num_rows == again.files().num_rows == 52
+
+
+def _dv(tag: str) -> dict[str, object]:
+    return {
+        "storageType": "u",
+        "pathOrInlineDv": f"ab^-aqEH.-t@S}}K{tag}",
+        "offset": 1,
+        "sizeInBytes": 34,
+        "cardinality": 2,
+    }
+
+
+def test_index_built_from_the_merged_base_and_a_chain_of_commits() -> None:
+    """A state that is not merged builds its index from the nearest merged one plus the
+    commits after it; the result is the merged file list's, DV keys included."""
+    prefix = "file:"
+    base = [_add(f"part=a/b{i}.parquet") for i in range(40)]
+    rng = random.Random(11)
+
+    def chain() -> PendingFiles:
+        state = PendingFiles.merged(Keyed(adds_to_table(base)), Keyed(removes_to_table([])), prefix)
+        live = {a.path: a for a in base}
+        steps = random.Random(rng.random())
+        for i in range(30):
+            actions: list[AddFile | RemoveFile] = []
+            for path in steps.sample(sorted(live), k=min(len(live), steps.randint(0, 2))):
+                old = live.pop(path)
+                actions.append(RemoveFile(path=path, deletion_vector=old.deletion_vector))
+                if steps.random() < 0.5:  # the same file again, now with a deletion vector
+                    dv = AddFile(
+                        path=path,
+                        partition_values={"part": "a"},
+                        size=10,
+                        modification_time=1,
+                        data_change=True,
+                        deletion_vector=_dv(f"{i}"),  # type: ignore[arg-type]
+                    )
+                    actions.append(dv)
+                    live[path] = dv
+            new = _add(f"part=a/n{i}.parquet")
+            actions.append(new)
+            live[new.path] = new
+            state = state.then(actions)
+        return state
+
+    seed = rng.random()
+    rng.seed(seed)
+    indexed = chain()
+    assert not indexed.is_merged
+    index = dict(indexed.live_paths())
+    rng.seed(seed)
+    merged = chain()
+    files = merged.get()[0].table
+    expected = dict(
+        zip(
+            canonical_paths(files.column("path"), prefix).to_pylist(),
+            arrow_keys(files, prefix).to_pylist(),
+            strict=True,
+        )
+    )
+    assert index == expected
+    assert any("\x00" in key for key in index.values())  # deletion vectors were exercised
+    assert not indexed.is_merged  # built without merging
