@@ -1081,7 +1081,8 @@ def main(argv: list[str] | None = None) -> int:
     scratch_root = data_dir / "_scratch_commit"
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
-    scratch_root.mkdir(exist_ok=True)
+    shutil.rmtree(scratch_root, ignore_errors=True)  # an interrupted run's copies
+    scratch_root.mkdir()
     t_begin = time.perf_counter()
     env = br.environment()
     env["code_sha256"] = code_fingerprint()

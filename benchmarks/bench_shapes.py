@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import itertools
 import json
 import os
@@ -572,14 +571,16 @@ def child_main(name: str, path: str, args: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- parent
-#: Copies of tables smaller than this are kept until the end of the run (see :func:`run`).
-KEEP_COPIES_BELOW = 64 << 20
+#: Files of a copy at least this big are deleted right after its run (see :func:`run`).
+BIG_FILE = 1 << 20
 _copies = itertools.count()
 
 
-@functools.cache
-def _tree_bytes(root: Path) -> int:
-    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+def _drop_big_files(root: Path) -> None:
+    """Free a copy's disk space now (checkpoints, sidecars: few inodes); the rest stays."""
+    for f in root.rglob("*"):
+        if f.is_file() and f.stat().st_size >= BIG_FILE:
+            f.unlink()
 
 
 def run(
@@ -587,11 +588,11 @@ def run(
 ) -> dict[str, Any]:
     """One child run; append ops work on a fresh copy of the table.
 
-    Copies of small tables are deleted only at the end of the run. Deleting thousands of files
-    makes ext4 pass over their inodes for a while when it allocates new ones (its
-    ``recently_deleted`` check): on this VM each file created soon after cost up to 0.7 ms
-    instead of 0.02 ms, so a child appending right after the previous child's copy was deleted
-    paid for the harness's clean-up, once per file it creates.
+    Copies are deleted only at the end of the run (their big files, few inodes, right away).
+    Deleting thousands of files makes ext4 pass over their inodes for a while when it allocates
+    new ones (its ``recently_deleted`` check): on this VM each file created soon after cost up
+    to 0.7 ms instead of 0.02 ms, so a child appending right after the previous child's copy was
+    deleted paid for the harness's clean-up, once per file it creates.
     """
     path = table
     if "append" in name:
@@ -605,8 +606,8 @@ def run(
     br.prime_memory(prime)
     cmd = [sys.executable, __file__, "--child", name, str(path), json.dumps(args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=str(ROOT))
-    if path != table and _tree_bytes(table) >= KEEP_COPIES_BELOW:
-        shutil.rmtree(path, ignore_errors=True)
+    if path != table:
+        _drop_big_files(path)
     if proc.returncode != 0:
         return {"error": proc.stderr[-3000:]}
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -744,12 +745,15 @@ def main(argv: list[str] | None = None) -> int:
     ]
     built = tables(data, ns.quick, {r.table for r in selected})
     scratch = out / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)  # an interrupted run's copies
+    scratch.mkdir(parents=True)
     results = []
-    for r in selected:
-        br._log(f"[run] {r.name}: {r.description}")
-        results.append(measure(r, built[r.table], repeat, scratch, ns.prime_gib))
-    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        for r in selected:
+            br._log(f"[run] {r.name}: {r.description}")
+            results.append(measure(r, built[r.table], repeat, scratch, ns.prime_gib))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     lines = table_lines(results)
     print(br.text_table(HEAD, lines))
     suffix = "_quick" if ns.quick else ""

@@ -17,6 +17,7 @@ with ``ARROW_DEFAULT_MEMORY_POOL`` set, deltalog uses pyarrow's default pool too
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from typing import Any
 
@@ -47,27 +48,41 @@ def decode_pool() -> pa.MemoryPool:
     return pa.default_memory_pool()
 
 
-def open_parquet(source: Any, **options: Any) -> pq.ParquetFile:
-    """``pq.ParquetFile(source, **options)`` whose reads allocate from :func:`decode_pool`.
+def open_parquet(
+    source: pa.NativeFile, *, pre_buffer: bool, metadata: pq.FileMetaData | None = None
+) -> pq.ParquetFile:
+    """``pq.ParquetFile(source, ...)`` whose reads allocate from :func:`decode_pool`.
 
-    ``ParquetFile`` takes no pool, but its reader does; the reader is reopened on the same
-    source with the footer already parsed. If this pyarrow's reader cannot be built that way,
-    the file reads from the default pool.
+    ``ParquetFile`` takes no pool, but its reader does: the reader is reopened on the same open
+    file with the footer already parsed and every option ``ParquetFile`` would set (only these
+    two are ever passed). If this pyarrow's reader cannot be built that way, the file reads
+    from the default pool.
     """
-    pf = pq.ParquetFile(source, **options)
+    pf = pq.ParquetFile(source, pre_buffer=pre_buffer, metadata=metadata)
     pool = decode_pool()
-    if pool.backend_name == pa.default_memory_pool().backend_name:
-        return pf
+    if not isinstance(source, pa.NativeFile) or (
+        pool.backend_name == pa.default_memory_pool().backend_name
+    ):
+        return pf  # a Python file object (a remote store's) is left to read as it is
     try:
         from pyarrow._parquet import ParquetReader
 
         reader = ParquetReader(memory_pool=pool)
-        reader.open(
-            source,
-            pre_buffer=options.get("pre_buffer", True),
-            metadata=pf.metadata,
-        )
-    except (ImportError, TypeError, AttributeError, pa.ArrowException):
+        reader.open(source, pre_buffer=pre_buffer, metadata=pf.metadata, **_reader_defaults())
+    except (ImportError, TypeError, AttributeError, pa.ArrowException, OSError):
         return pf
     pf.reader = reader
     return pf
+
+
+@functools.cache
+def _reader_defaults() -> dict[str, Any]:
+    """Options whose default differs between ``ParquetFile`` and its reader's ``open``.
+
+    ``ParquetFile`` turns Arrow extension types (JSON, UUID) on by default, the reader's
+    ``open`` does not: without this the reopened file would read them as plain columns.
+    """
+    found = inspect.signature(pq.ParquetFile.__init__).parameters.get("arrow_extensions_enabled")
+    if found is None or found.default is inspect.Parameter.empty:
+        return {}
+    return {"arrow_extensions_enabled": found.default}

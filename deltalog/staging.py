@@ -84,7 +84,10 @@ def check_not_live(
     Raises:
         DuplicateFileError: Naming the first such file.
     """
-    paths = {canonical_path(add.path, prefix): key for key, add in adds.items() if key in described}
+    paths: dict[str, str] = {}
+    for key, add in adds.items():
+        if key in described:
+            paths.setdefault(canonical_path(add.path, prefix), key)
     wanted = [path for path in paths if path not in removes]
     if not wanted:
         return

@@ -114,6 +114,7 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
     for i in range(13):  # a checkpoint at 10, then commits
         t.append_files([write_parquet(tmp_path, f"p={i % 2}/f{i}.parquet", pa.table({"id": [i]}))])
     assert t.wait_for_checkpoints(timeout=60)
+    new = write_parquet(tmp_path, "p=0/new.parquet", pa.table({"id": [99]}))
     code = (
         "import sys\n"
         "import deltalog\n"
@@ -122,6 +123,13 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
         "assert t.files().num_rows == 13 and t.version() == 13\n"
         f"assert main(['files', {str(tmp_path)!r}]) == 0\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
+        # A writer's first blind appends (its duplicate-path checks scan the file list).
+        "tx = t.transaction()\n"
+        "tx.add([deltalog.AddFile(path='p=1/blind.parquet', partition_values={'p': '1'},"
+        " size=1, modification_time=1, data_change=True)])\n"
+        "tx.commit()\n"
+        f"t.append_files([{str(new)!r}])\n"
+        "assert 'pandas' not in sys.modules, 'pandas was imported by a commit'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
