@@ -36,6 +36,7 @@ def test_delta_rs_reads_deltalog_checkpoints(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"id": [i]}), tmp_path / rel)
         table.append_files([rel])
+    assert table.wait_for_checkpoints(timeout=120)  # written on the background thread
     log = tmp_path / "_delta_log"
     assert sorted(n for n in os.listdir(log) if ".checkpoint." in n) == [
         "00000000000000000010.checkpoint.parquet",
