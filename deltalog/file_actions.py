@@ -73,15 +73,24 @@ def _one_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
+def _any_absolute(paths: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether :func:`canonical_path` would change any of ``paths``."""
+    return bool(
+        pc.any(pc.starts_with(paths, "/")).as_py() or pc.any(pc.starts_with(paths, "file:")).as_py()
+    )
+
+
+def _canonicalised(path: pa.Array, prefix: str) -> pa.Array:
+    fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
+    qualified = pc.binary_join_element_wise(prefix, fixed, "")
+    is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
+    return pc.if_else(is_abs, qualified, fixed)
+
+
 def canonical_paths(paths: pa.Array | pa.ChunkedArray, prefix: str) -> pa.Array:
     """Vectorised :func:`canonical_path`."""
     path = _one_array(paths)
-    if pc.any(pc.starts_with(path, "/")).as_py() or pc.any(pc.starts_with(path, "file:")).as_py():
-        fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
-        qualified = pc.binary_join_element_wise(prefix, fixed, "")
-        is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
-        path = pc.if_else(is_abs, qualified, fixed)
-    return path
+    return _canonicalised(path, prefix) if _any_absolute(path) else path
 
 
 def canonical_path_chunks(paths: pa.ChunkedArray, prefix: str) -> pa.ChunkedArray:
@@ -90,13 +99,10 @@ def canonical_path_chunks(paths: pa.ChunkedArray, prefix: str) -> pa.ChunkedArra
     A merged file list's paths come in many chunks; combining a million of them first copied
     ~75 MB (0.12 s), usually for a check that then changes nothing.
     """
-    fix = (
-        pc.any(pc.starts_with(paths, "/")).as_py() or pc.any(pc.starts_with(paths, "file:")).as_py()
-    )
-    if not fix:
+    if not _any_absolute(paths):
         return paths
     return pa.chunked_array(
-        [canonical_paths(chunk, prefix) for chunk in paths.chunks], type=paths.type
+        [_canonicalised(chunk, prefix) for chunk in paths.chunks], type=paths.type
     )
 
 
@@ -328,6 +334,28 @@ class FileActionLog:
         )
 
 
+def _walk_to_merged(
+    parent: PendingFiles | None, actions: tuple[AddFile | RemoveFile, ...]
+) -> tuple[tuple[Keyed, Keyed], list[tuple[AddFile | RemoveFile, ...]]]:
+    """The nearest merged ancestor's result and the commits after it, newest first.
+
+    Starts from a state that is not merged, given by its ``parent`` and ``actions``. Each
+    ancestor is read under its own lock: another thread may be merging it right now, and clears
+    its links once merged. Locks are only ever taken from a descendant towards an ancestor, so
+    this cannot deadlock.
+    """
+    chain = [actions]
+    node = parent
+    while True:
+        assert node is not None
+        with node._lock:
+            result, parent, actions = node._result, node._parent, node._actions
+        if result is not None:
+            return result, chain
+        chain.append(actions)
+        node = parent
+
+
 #: More paths than this in one lookup build the live path index instead of scanning.
 _SCAN_MAX_PATHS = 1024
 
@@ -449,16 +477,8 @@ class PendingFiles:
             result, parent, actions = self._result, self._parent, self._actions
         if result is not None:
             return result[0], []
-        chain = [actions]
-        node = parent
-        while True:  # as in get(): each ancestor under its own lock, towards the root
-            assert node is not None
-            with node._lock:
-                result, parent, actions = node._result, node._parent, node._actions
-            if result is not None:
-                return result[0], chain
-            chain.append(actions)
-            node = parent
+        base, chain = _walk_to_merged(parent, actions)
+        return base[0], chain
 
     def get(self) -> tuple[Keyed, Keyed]:
         """The merged (files, tombstones)."""
@@ -467,19 +487,7 @@ class PendingFiles:
             return result
         with self._lock:
             if self._result is None:
-                # Each ancestor is read under its own lock: another thread may be merging it
-                # right now, and clears its links once merged. Locks are only ever taken from a
-                # descendant towards an ancestor, so this cannot deadlock.
-                chain = [self._actions]
-                node = self._parent
-                while True:
-                    assert node is not None
-                    with node._lock:
-                        base, parent, actions = node._result, node._parent, node._actions
-                    if base is not None:
-                        break
-                    chain.append(actions)
-                    node = parent
+                base, chain = _walk_to_merged(self._parent, self._actions)
                 log = FileActionLog()
                 log.extend_objects([a for actions in reversed(chain) for a in actions])
                 self._result = log.merge(*base, self._prefix)

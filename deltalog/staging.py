@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn
 from deltalog.column_mapping import is_mapped, physical_name
 from deltalog.conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
@@ -126,7 +127,7 @@ def replaced_sizes(
         return None
     files = snapshot.raw_files  # sizes only: no statistics are loaded
     paths = canonical_path_chunks(files.column("path"), prefix)
-    rows = files.filter(pc.is_in(paths, value_set=pa.array(list(hits), pa.string())))
+    rows = files.filter(pc.is_in(paths, value_set=av.strings(list(hits))))
     return [int(size) for size in rows.column("size").to_pylist()]
 
 
