@@ -127,3 +127,14 @@ def z85(data: bytes) -> str:
         value = int.from_bytes(data[i : i + 4], "big")
         out.append("".join(Z85_ALPHABET[value // 85**k % 85] for k in range(4, -1, -1)))
     return "".join(out)
+
+
+def dv_json(i: int) -> dict[str, object]:
+    """A deletion vector descriptor (``u`` storage, inline path), distinct for each ``i``."""
+    return {
+        "storageType": "u",
+        "pathOrInlineDv": f"ab^-aqEH.-t@S}}K{{vb[{i}",
+        "offset": 1,
+        "sizeInBytes": 36,
+        "cardinality": 2,
+    }

@@ -9,7 +9,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tableutil import write_parquet
+from tableutil import dv_json, write_parquet
 
 from deltalog import DeltaTable, VersionNotFoundError
 from deltalog.checkpoints.checksum import canonical_json, json_checksum
@@ -364,16 +364,6 @@ def test_checkpoint_row_groups_separate_actions(tmp_path: Path) -> None:
     assert _row_groups_with(pf, "remove") == [2]
 
 
-def _dv(i: int) -> dict[str, object]:
-    return {
-        "storageType": "u",
-        "pathOrInlineDv": f"ab^-aqEH.-t@S}}K{{vb[{i}",
-        "offset": 1,
-        "sizeInBytes": 36,
-        "cardinality": 2,
-    }
-
-
 @pytest.mark.parametrize("with_dv", [None, 0, 7])
 def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int | None) -> None:
     """A field the statistics show null in every row group comes back null; any value is kept."""
@@ -388,7 +378,7 @@ def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int
             "size": i,
             "modificationTime": 1,
             "dataChange": True,
-            "deletionVector": _dv(i) if i == with_dv else None,
+            "deletionVector": dv_json(i) if i == with_dv else None,
             "baseRowId": i if i == with_dv else None,
         }
         for i in range(8)
@@ -409,7 +399,7 @@ def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int
     dvs = got.column("deletionVector").to_pylist()
     assert [d is not None for d in dvs] == [i == with_dv for i in range(8)]
     if with_dv is not None:
-        assert dvs[with_dv] == {**_dv(with_dv), "maxRowIndex": None}
+        assert dvs[with_dv] == {**dv_json(with_dv), "maxRowIndex": None}
 
 
 def test_row_groups_read_side_by_side_keep_log_order(

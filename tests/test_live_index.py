@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from tableutil import write_parquet
+from tableutil import dv_json, write_parquet
 
 from deltalog import AddFile, DeltaTable, RemoveFile
 from deltalog.errors import DuplicateFileError
@@ -146,16 +146,6 @@ def test_first_lookup_after_open_scans_instead_of_building_the_index(tmp_path: P
     assert DeltaTable(str(tmp_path)).files().num_rows == again.files().num_rows == 52
 
 
-def _dv(tag: str) -> dict[str, object]:
-    return {
-        "storageType": "u",
-        "pathOrInlineDv": f"ab^-aqEH.-t@S}}K{tag}",
-        "offset": 1,
-        "sizeInBytes": 34,
-        "cardinality": 2,
-    }
-
-
 def test_index_built_from_the_merged_base_and_a_chain_of_commits() -> None:
     """A state that is not merged builds its index from the nearest merged one plus the
     commits after it; the result is the merged file list's, DV keys included."""
@@ -179,7 +169,7 @@ def test_index_built_from_the_merged_base_and_a_chain_of_commits() -> None:
                         size=10,
                         modification_time=1,
                         data_change=True,
-                        deletion_vector=_dv(f"{i}"),  # type: ignore[arg-type]
+                        deletion_vector=dv_json(i),  # type: ignore[arg-type]
                     )
                     actions.append(dv)
                     live[path] = dv
