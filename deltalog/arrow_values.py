@@ -79,3 +79,11 @@ def true() -> pa.BooleanScalar:
     scalar = array[0]
     assert isinstance(scalar, pa.BooleanScalar)
     return scalar
+
+
+def false() -> pa.BooleanScalar:
+    """The ``bool`` scalar ``False``."""
+    array = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])
+    scalar = array[0]
+    assert isinstance(scalar, pa.BooleanScalar)
+    return scalar

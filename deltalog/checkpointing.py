@@ -6,6 +6,7 @@ import time
 
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.checkpoints.errors import IncompleteCheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checkpoints.v2 import write_v2_checkpoint
@@ -37,7 +38,7 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
     if tombstones.num_rows:
         cutoff = now - tombstone_retention_ms(snapshot.configuration)
         ts = tombstones.column("deletion_timestamp")
-        tombstones = tombstones.filter(pc.fill_null(pc.greater(ts, cutoff), False))
+        tombstones = tombstones.filter(pc.fill_null(pc.greater(ts, av.int64(cutoff)), av.false()))
     assert tombstones.schema.names == TOMBSTONES_SCHEMA.names
     removes = tombstones.rename_columns(list(TOMBSTONE_FIELDS))
     return CheckpointContent(snapshot.version, actions, adds, removes)

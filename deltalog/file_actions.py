@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_columns
 from deltalog import arrow_values as av
 from deltalog.actions import AddFile, RemoveFile
 from deltalog.checkpoints.nulls import empty_table
@@ -153,7 +154,12 @@ def _to_table(actions: Sequence[AddFile] | Sequence[RemoveFile], schema: pa.Sche
     for f in schema:
         values = [getattr(a, f.name) for a in actions]
         cols[f.name] = [_dv_row(v) for v in values] if f.name == "deletion_vector" else values
-    return pa.Table.from_pydict(cols, schema=schema)
+    try:
+        arrays = [arrow_columns.column(cols[f.name], f.type) for f in schema]
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        # A value of the wrong kind: pyarrow's own conversion names it (or copes).
+        return pa.Table.from_pydict(cols, schema=schema)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def adds_to_table(adds: Sequence[AddFile]) -> pa.Table:
@@ -259,11 +265,12 @@ def _winners(
             return None, None
         return sorted(dict(zip(adds, range(len(adds)), strict=True)).values()), None
     removes = remove_keys.to_pylist()
-    is_add = pa.array(order, pa.bool_())
+    is_add = arrow_columns.bools(order)
     # Each action's key and code in log order: add i -> i, remove j -> -1 - j.
-    add_rank = pc.subtract(pc.cumulative_sum(is_add.cast(pa.int64())), 1)
-    remove_rank = pc.subtract(pc.cumulative_sum(pc.invert(is_add).cast(pa.int64())), 1)
-    codes = pc.if_else(is_add, add_rank, pc.subtract(-1, remove_rank)).to_pylist()
+    one = av.int64(1)
+    add_rank = pc.subtract(pc.cumulative_sum(is_add.cast(pa.int64())), one)
+    remove_rank = pc.subtract(pc.cumulative_sum(pc.invert(is_add).cast(pa.int64())), one)
+    codes = pc.if_else(is_add, add_rank, pc.subtract(av.int64(-1), remove_rank)).to_pylist()
     keys = [adds[c] if c >= 0 else removes[-1 - c] for c in codes]
     winner = sorted(dict(zip(keys, codes, strict=True)).values())
     split = bisect.bisect_left(winner, 0)
@@ -276,7 +283,7 @@ def _kept(
     """``table`` and its keys restricted to ``rows`` (``None``: all, no copy)."""
     if rows is None or len(rows) == table.num_rows:
         return table, keys
-    take = pa.array(rows, pa.int64())
+    take = arrow_columns.column(rows, pa.int64())
     return table.take(take), keys.take(take)
 
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog import arrow_values as av
 from deltalog.actions import AddFile, RemoveFile
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
@@ -237,7 +238,7 @@ def _since(storage: TableStorage, commits: Iterable[tuple[int, str]], prefix: st
                 paths.add(canonical_path(action.path, prefix))
             if isinstance(action, AddFile):
                 added.add(file_key(action.path, action.dv_id, prefix))
-    return _Since(pa.array(paths, pa.string()), pa.array(added, pa.string()))
+    return _Since(av.strings(list(paths)), av.strings(list(added)))
 
 
 _UNREADABLE = (CheckpointError, DeltaLogError, OSError, ValueError, KeyError, TypeError)
@@ -355,7 +356,7 @@ def plan_reuse(
     files, keys = snapshot.file_state.get()[0].with_keys(prefix)
     total = files.num_rows
     all_keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-    everything = ReusePlan([], pa.repeat(pa.scalar(True), total), all_keys)
+    everything = ReusePlan([], pa.repeat(av.true(), total), all_keys)
     if not reuse:
         return everything
     try:

@@ -21,6 +21,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.actions import (
     Action,
     AddCDCFile,
@@ -425,7 +426,7 @@ class Transaction:
 
     def _removes_for(self, paths: list[str], data_change: bool) -> list[RemoveFile]:
         files = self._snapshot.files
-        wanted = canonical_paths(pa.array(paths, pa.string()), self._prefix)
+        wanted = canonical_paths(av.strings(paths), self._prefix)
         keys = canonical_path_chunks(files.column("path"), self._prefix)
         rows = files.filter(pc.is_in(keys, value_set=wanted))
         found = {

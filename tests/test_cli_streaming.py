@@ -130,7 +130,21 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
         "tx.commit()\n"
         f"t.append_files([{str(new)!r}])\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported by a commit'\n"
+        # A remove, then commits up to version 20: its checkpoint merges the writer's own
+        # actions (Arrow tables of the action objects) on the background thread.
+        "tx = t.transaction()\n"
+        "tx.remove(['p=1/blind.parquet'])\n"
+        "tx.commit()\n"
+        "for i in range(4):\n"
+        "    tx = t.transaction()\n"
+        "    tx.add([deltalog.AddFile(path=f'p=1/b{i}.parquet', partition_values={'p': '1'},"
+        " size=1, modification_time=1, data_change=True)])\n"
+        "    tx.commit()\n"
+        "assert t.version() == 20 and t.wait_for_checkpoints(timeout=60)\n"
+        "assert t.files().num_rows == 18\n"
+        "assert 'pandas' not in sys.modules, 'pandas was imported by a checkpoint'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "13 files at version 13" in proc.stdout
+    assert (tmp_path / "_delta_log" / f"{20:020d}.checkpoint.parquet").exists()
