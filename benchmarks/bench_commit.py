@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_replay as br  # the sibling module: table generation and report helpers
+import scratch as scratch_dirs
 
 ROOT = br.ROOT
 ENGINES = br.ENGINES  # ("deltalog", "delta-rs")
@@ -1081,7 +1082,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch_root = data_dir / "_scratch_commit"
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(scratch_root, ignore_errors=True)  # an interrupted run's copies
+    scratch_dirs.discard(scratch_root)  # an interrupted run's copies
     scratch_root.mkdir()
     t_begin = time.perf_counter()
     env = br.environment()
@@ -1116,7 +1117,7 @@ def main(argv: list[str] | None = None) -> int:
         for v in cfg.points:
             text = profile_point(cfg, v, masters[v], out_dir, scratch_root, args.prime_gib)
             profiles[str(v)] = text
-    shutil.rmtree(scratch_root, ignore_errors=True)
+    scratch_dirs.discard(scratch_root)
     elapsed = time.perf_counter() - t_begin
 
     sections: list[tuple[str, tuple[list[str], list[list[str]]]]] = []

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import scratch as scratch_dirs  # the sibling module
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without an installed package
     sys.path.insert(0, str(ROOT))
@@ -834,7 +836,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         _log(f"[run] {n}: {all_ws[n].describe()}, {repeat} run(s) per engine")
         results.append(measure(all_ws[n], tables[n], repeat, scratch_root))
-    shutil.rmtree(scratch_root, ignore_errors=True)
+    scratch_dirs.discard(scratch_root)
 
     head, rows = table_rows(results)
     dhead, drows = detail_rows(results)
@@ -870,7 +872,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print(text)
         payload["profiles"] = profiles
-        shutil.rmtree(scratch_root, ignore_errors=True)
+        scratch_dirs.discard(scratch_root)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = "replay_quick" if args.quick else "replay"

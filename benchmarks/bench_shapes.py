@@ -39,6 +39,7 @@ for p in (str(ROOT), str(ROOT / "benchmarks")):
         sys.path.insert(0, p)
 
 import bench_replay as br  # noqa: E402
+import scratch as scratch_dirs  # noqa: E402
 
 GENERATOR_VERSION = 1
 MARKER = ".bench_params.json"
@@ -745,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     built = tables(data, ns.quick, {r.table for r in selected})
     scratch = out / "scratch"
-    shutil.rmtree(scratch, ignore_errors=True)  # an interrupted run's copies
+    scratch_dirs.discard(scratch)  # an interrupted run's copies
     scratch.mkdir(parents=True)
     results = []
     try:
@@ -753,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
             br._log(f"[run] {r.name}: {r.description}")
             results.append(measure(r, built[r.table], repeat, scratch, ns.prime_gib))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        scratch_dirs.discard(scratch)
     lines = table_lines(results)
     print(br.text_table(HEAD, lines))
     suffix = "_quick" if ns.quick else ""
