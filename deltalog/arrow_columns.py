@@ -50,7 +50,7 @@ def column(values: list[Any], t: pa.DataType) -> pa.Array:
         data = array.array("q" if pa.types.is_int64(t) else "i", _zero_nulls(values, nulls, 0))
         return pa.Array.from_buffers(t, len(values), [validity, pa.py_buffer(data)])
     if pa.types.is_boolean(t):
-        if values.count(True) + values.count(False) + nulls != len(values):
+        if any(v is not None and type(v) is not bool for v in values):
             raise TypeError("not a bool")
         return pa.Array.from_buffers(pa.bool_(), len(values), [validity, _bitmap(values)])
     if pa.types.is_map(t):
@@ -85,7 +85,7 @@ def _bitmap(flags: list[Any]) -> pa.Buffer:
 
 
 def _strings(values: list[Any], validity: pa.Buffer | None) -> pa.Array:
-    texts: list[str] = [v or "" for v in values] if validity is not None else values
+    texts: list[str] = ["" if v is None else v for v in values] if validity is not None else values
     data = "".join(texts).encode()
     lengths = list(map(len, texts))
     if len(data) != sum(lengths):  # not all ASCII: byte lengths differ from lengths

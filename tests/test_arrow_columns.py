@@ -112,9 +112,12 @@ def test_random_file_actions_equal_pyarrow_tables() -> None:
     [
         (pa.string(), ["a", 1]),
         (pa.string(), ["\ud800"]),
+        (pa.string(), [None, 0]),
+        (pa.string(), [None, False]),
         (pa.int64(), [1, "2"]),
         (pa.int32(), [2**31]),
         (pa.bool_(), [True, "yes"]),
+        (pa.bool_(), [1, None]),
         (STRING_MAP, [{"a": "b"}, ["a"]]),
         (STRING_MAP, [{None: "b"}]),
         (DV, [{"storageType": 1}]),
