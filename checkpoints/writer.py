@@ -23,7 +23,7 @@ from .errors import CheckpointFormatError
 from .json_rows import action_rows
 from .last_checkpoint import LastCheckpoint, parse_last_checkpoint
 from .nulls import null_array
-from .schema import ADD, PRESENCE_LEAVES, REMOVE, classic_schema
+from .schema import ADD, REMOVE, classic_schema, statistics_leaves
 
 LAST_CHECKPOINT = "_last_checkpoint"
 
@@ -114,9 +114,8 @@ def _to_parquet(sections: Iterable[pa.Table], schema: pa.Schema | None = None) -
         sink,
         schema,
         compression="snappy",
-        # Readers prune row groups by the null counts of these leaves; min/max of a million
-        # paths and stats strings would cost half the write and serve nobody.
-        write_statistics=[v for k, v in PRESENCE_LEAVES.items() if k in schema.names],
+        # Readers prune row groups, and skip columns null throughout, by these null counts.
+        write_statistics=statistics_leaves(schema),
         # Only partition keys and values repeat enough for dictionaries to pay off.
         use_dictionary=["add.partitionValues.key_value.key", "add.partitionValues.key_value.value"],
     ) as writer:

@@ -402,6 +402,28 @@ def test_fields_null_everywhere_are_filled_not_read(tmp_path: Path, with_dv: int
         assert dvs[with_dv] == {**dv_json(with_dv), "maxRowIndex": None}
 
 
+def test_written_checkpoints_let_readers_skip_unset_optional_fields(tmp_path: Path) -> None:
+    """deltalog's checkpoints keep null counts for the optional fields of adds and removes, so
+    a reader fills fields no file sets with nulls instead of decoding a null per row."""
+    from deltalog.checkpoints.reader import _leaves, _never_set, _row_groups_with
+    from deltalog.checkpoints.schema import ADD, OPTIONAL_FILE_FIELDS, REMOVE
+
+    table = _appended(tmp_path, 3)
+    table.overwrite_files([write_parquet(tmp_path, "p=9/o.parquet", pa.table({"id": [9]}))])
+    table.checkpoint()
+    pf = pq.ParquetFile(_cp(tmp_path, 4))
+    for action, fields in (("add", ADD), ("remove", REMOVE)):
+        leaves = _leaves(pf, action, {f.name: f.type for f in fields})
+        groups = _row_groups_with(pf, action)
+        assert groups
+        optional = [n for n in OPTIONAL_FILE_FIELDS if n in leaves]
+        assert "deletionVector" in optional and "baseRowId" in optional
+        for name in optional:
+            assert _never_set(pf, groups, leaves[name]), f"{action}.{name}"
+        assert not _never_set(pf, groups, leaves["size"])  # no statistics: read as before
+    assert DeltaTable(str(tmp_path)).files().column("path").to_pylist() == ["p=9/o.parquet"]
+
+
 def test_row_groups_read_side_by_side_keep_log_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
