@@ -345,7 +345,10 @@ def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
         big = 1_000_000 // k
         source = checkpoint_table(data, big)
         out["cp_big_v2"] = ensure(
-            data, f"cp_n{big}_v2", {"n": big}, lambda t: write_v2_table(source, t)
+            data,
+            f"cp_n{big}_v2",
+            {"n": big, "generator": br.GENERATOR_VERSION},
+            lambda t: write_v2_table(source, t),
         )
     if "cp_small" in needed:
         out["cp_small"] = checkpoint_table(data, 1000)
