@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from deltalog import arrow_columns
 from deltalog import arrow_values as av
 from deltalog.actions import (
     DV_REQUIRED_FIELDS,
@@ -175,8 +176,8 @@ def _tags(
             raise _Fallback
         values.append(tags)
     try:
-        return pa.array(values, type=target)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+        return arrow_columns.column(values, target)
+    except (TypeError, ValueError, OverflowError) as exc:  # the exact parser says what is wrong
         raise _Fallback from exc
 
 
@@ -586,7 +587,7 @@ def _tombstones(column: pa.StructArray) -> pa.Table:
     """Checked remove rows as a tombstones table (``dataChange`` defaults to true)."""
     removes = _conform(column, TOMBSTONES_SCHEMA, None)
     i = TOMBSTONES_SCHEMA.get_field_index("data_change")
-    data_change = pc.fill_null(removes.column(i), True)  # RemoveFile's default
+    data_change = pc.fill_null(removes.column(i), av.true())  # RemoveFile's default
     return removes.set_column(i, TOMBSTONES_SCHEMA.field(i), data_change)
 
 

@@ -83,7 +83,7 @@ def _any_absolute(paths: pa.Array | pa.ChunkedArray) -> bool:
 
 def _canonicalised(path: pa.Array, prefix: str) -> pa.Array:
     fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
-    qualified = pc.binary_join_element_wise(prefix, fixed, "")
+    qualified = pc.binary_join_element_wise(av.string(prefix), fixed, av.string(""))
     is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
     return pc.if_else(is_abs, qualified, fixed)
 
@@ -114,13 +114,18 @@ def arrow_keys(table: pa.Table | pa.RecordBatch, prefix: str) -> pa.Array:
     if dv.null_count == len(dv):
         return path
     offset = pc.cast(dv.field("offset"), pa.string())
+    empty = av.string("")
     dv_id = pc.binary_join_element_wise(
         dv.field("storageType"),
         dv.field("pathOrInlineDv"),
-        pc.if_else(pc.is_null(offset), "", pc.binary_join_element_wise("@", offset, "")),
-        "",
+        pc.if_else(
+            pc.is_null(offset), empty, pc.binary_join_element_wise(av.string("@"), offset, empty)
+        ),
+        empty,
     )
-    return pc.if_else(pc.is_null(dv), path, pc.binary_join_element_wise(path, dv_id, "\x00"))
+    return pc.if_else(
+        pc.is_null(dv), path, pc.binary_join_element_wise(path, dv_id, av.string("\x00"))
+    )
 
 
 def chunked_keys(table: pa.Table, prefix: str) -> pa.ChunkedArray:
@@ -156,7 +161,7 @@ def _to_table(actions: Sequence[AddFile] | Sequence[RemoveFile], schema: pa.Sche
         cols[f.name] = [_dv_row(v) for v in values] if f.name == "deletion_vector" else values
     try:
         arrays = [arrow_columns.column(cols[f.name], f.type) for f in schema]
-    except (TypeError, ValueError, OverflowError, AttributeError):
+    except (TypeError, ValueError, OverflowError):
         # A value of the wrong kind: pyarrow's own conversion names it (or copes).
         return pa.Table.from_pydict(cols, schema=schema)
     return pa.Table.from_arrays(arrays, schema=schema)

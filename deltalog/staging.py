@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import arrow_values as av
@@ -60,7 +59,7 @@ def check_removes_everything(
         InvalidInputError: It does not.
     """
     live = canonical_paths(snapshot.paths(), prefix)
-    removed = pa.array(list(removes), pa.string())
+    removed = av.strings(list(removes))
     if not read_whole_table or not pc.all(pc.is_in(live, value_set=removed)).as_py():
         raise InvalidInputError(
             "the new metadata drops or retypes columns or changes partitioning; existing "

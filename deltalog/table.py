@@ -12,6 +12,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog import in_commit_timestamps as ict
 from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.checkpointing import write_snapshot_checkpoint
@@ -329,7 +330,9 @@ class DeltaTable:
             )
         )
         if pc.all(plain).as_py() is not False:
-            joined: list[str] = pc.binary_join_element_wise(root + "/", paths, "").to_pylist()
+            joined: list[str] = pc.binary_join_element_wise(
+                av.string(root + "/"), paths, av.string("")
+            ).to_pylist()
             return joined
         return [self._storage.locate(path) for path in paths.to_pylist()]
 

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.actions import AddCDCFile, RemoveFile
 from deltalog.deletion_vectors import dv_file_path
 from deltalog.errors import DeletionVectorError, InvalidPathError
@@ -83,7 +84,9 @@ class TablePaths:
             pc.match_substring(array, ":"),
         )
         if not pc.any(special).as_py():
-            joined: list[str] = pc.binary_join_element_wise(self.root, array, "").to_pylist()
+            joined: list[str] = pc.binary_join_element_wise(
+                av.string(self.root), array, av.string("")
+            ).to_pylist()
             return joined
         return [self.storage.locate(p) for p in array.to_pylist()]
 
@@ -115,8 +118,8 @@ def needed_locations(paths: TablePaths, snapshot: Snapshot, delete_before_ms: in
     files = snapshot.files_without_stats()
     tombstones = snapshot.tombstones
     if tombstones.num_rows:
-        stamp = pc.fill_null(tombstones.column("deletion_timestamp"), 0)
-        tombstones = tombstones.filter(pc.greater_equal(stamp, delete_before_ms))
+        stamp = pc.fill_null(tombstones.column("deletion_timestamp"), av.int64(0))
+        tombstones = tombstones.filter(pc.greater_equal(stamp, av.int64(delete_before_ms)))
     needed = set(paths.locations(files.column("path")))
     needed.update(paths.locations(tombstones.column("path")))
     for table in (files, tombstones):

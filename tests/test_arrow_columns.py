@@ -51,7 +51,7 @@ def test_column_equals_pyarrow_conversion(t: pa.DataType, values: list[Any], rep
     assert got.equals(pa.array(values, t))
 
 
-def test_random_file_actions_equal_pyarrow_tables() -> None:
+def test_random_file_actions_equal_pyarrow_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(7)
 
     def maybe(v: Any) -> Any:
@@ -96,9 +96,21 @@ def test_random_file_actions_equal_pyarrow_tables() -> None:
                 deletion_vector=dv,
             )
         )
+    # Valid actions never take the fallback through pyarrow's conversion.
+    build = arrow_columns.column
+
+    def strict(values: list[Any], t: pa.DataType) -> pa.Array:
+        try:
+            return build(values, t)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise AssertionError(f"valid {t} values fell back: {exc}") from exc
+
+    with monkeypatch.context() as m:
+        m.setattr(arrow_columns, "column", strict)
+        built = [adds_to_table(adds), removes_to_table(removes)]
     for table, objects, schema in (
-        (adds_to_table(adds), adds, FILES_SCHEMA),
-        (removes_to_table(removes), removes, TOMBSTONES_SCHEMA),
+        (built[0], adds, FILES_SCHEMA),
+        (built[1], removes, TOMBSTONES_SCHEMA),
     ):
         table.validate(full=True)
         expected = pa.Table.from_pylist(
@@ -115,6 +127,8 @@ def test_random_file_actions_equal_pyarrow_tables() -> None:
         (pa.string(), [None, 0]),
         (pa.string(), [None, False]),
         (pa.int64(), [1, "2"]),
+        (pa.int64(), [1, True]),
+        (DV, [{"storageType": "u", "offset": True}]),
         (pa.int32(), [2**31]),
         (pa.bool_(), [True, "yes"]),
         (pa.bool_(), [1, None]),
@@ -133,8 +147,8 @@ def test_wrong_kinds_fall_back_to_pyarrow_errors() -> None:
     bad = AddFile(
         path="f",
         partition_values={},
-        size="12",
-        modification_time=1,  # type: ignore[arg-type]
+        size="12",  # type: ignore[arg-type]
+        modification_time=1,
         data_change=True,
     )
     with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):

@@ -143,6 +143,31 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
         "assert t.version() == 20 and t.wait_for_checkpoints(timeout=60)\n"
         "assert t.files().num_rows == 18\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported by a checkpoint'\n"
+        # Tags, an absolute path and its remove after the checkpoint; a fresh open of that
+        # log, its file URIs and a vacuum dry run; the key of a file with a deletion vector.
+        "def add(path, **extra):\n"
+        "    return deltalog.AddFile(path=path, partition_values={'p': '1'}, size=1,"
+        " modification_time=1, data_change=True, **extra)\n"
+        "tx = t.transaction()\n"
+        "tx.add([add('p=1/tagged.parquet', tags={'k': 'v'})])\n"
+        "tx.commit()\n"
+        f"absolute = 'file://' + {str(tmp_path)!r} + '/p=1/abs.parquet'\n"
+        "tx = t.transaction()\n"
+        "tx.add([add(absolute)])\n"
+        "tx.commit()\n"
+        "tx = t.transaction()\n"
+        "tx.remove([absolute])\n"
+        "tx.commit()\n"
+        f"u = deltalog.DeltaTable({str(tmp_path)!r})\n"
+        "assert u.version() == 23 and u.files().num_rows == 19\n"
+        "assert len(u.file_uris()) == 19\n"
+        "u.vacuum()\n"
+        "from deltalog.file_actions import adds_to_table, arrow_keys\n"
+        "dv = {'storageType': 'u', 'pathOrInlineDv': 'ab', 'offset': 1, 'sizeInBytes': 3,"
+        " 'cardinality': 1}\n"
+        "keys = arrow_keys(adds_to_table([add('p=1/d.parquet', deletion_vector=dv)]), 'file:')\n"
+        "assert keys.to_pylist() == ['p=1/d.parquet\\x00uab@1'], keys\n"
+        "assert 'pandas' not in sys.modules, 'pandas imported: tags, removes, vacuum or DVs'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
