@@ -17,6 +17,9 @@ _UNIT_MS = {
     "week": 7 * 86_400_000,
 }
 
+#: delta-spark's intervals count microseconds in a 64-bit integer.
+_MAX_INTERVAL_MS = (2**63 - 1) // 1000
+
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
@@ -27,7 +30,8 @@ def parse_interval_ms(text: str) -> int:
     """Milliseconds in a Delta interval such as ``interval 1 week`` or ``30 days``.
 
     Raises:
-        InvalidInputError: The text is not an interval.
+        InvalidInputError: The text is not an interval, or one longer than delta-spark's
+            intervals can be (2**63 - 1 microseconds, ~292,000 years).
     """
     m = _INTERVAL.match(text)
     if not m:
@@ -35,7 +39,10 @@ def parse_interval_ms(text: str) -> int:
     unit = m.group(2).lower().rstrip("s")
     if unit not in _UNIT_MS:
         raise InvalidInputError(f"unknown interval unit in {text!r}")
-    return int(m.group(1)) * _UNIT_MS[unit]
+    ms = int(m.group(1)) * _UNIT_MS[unit]
+    if ms > _MAX_INTERVAL_MS:
+        raise InvalidInputError(f"interval too long: {text!r}")
+    return ms
 
 
 def checkpoint_interval(config: Mapping[str, str | None]) -> int:

@@ -508,6 +508,8 @@ def test_re_overwriting_a_partition_with_the_file_it_holds_changes_nothing(
         ("delta.checkpointInterval", "ten"),
         ("delta.isolationLevel", "Serialisable"),
         ("delta.logRetentionDuration", "forever"),
+        # Longer than an interval can be: every checkpoint's cutoff used to overflow.
+        ("delta.deletedFileRetentionDuration", "interval 1000000000000 weeks"),
     ],
 )
 def test_invalid_table_properties_are_refused_and_reported(
