@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -72,6 +74,12 @@ def test_enabling_ict_records_enablement_version_and_timestamp(tmp_path: Path) -
     tx = table.transaction()
     tx.add(_add("a.parquet", 1))
     tx.commit()
+    # Commits 0 and 1 a second apart: both can land within one millisecond, and time travel
+    # by modification time then makes version 1's timestamp version 0's plus one.
+    start_ns = time.time_ns() - 10_000_000_000
+    for v in (0, 1):
+        stamp = start_ns + v * 1_000_000_000
+        os.utime(root / "_delta_log" / f"{v:020d}.json", ns=(stamp, stamp))
     old = table.protocol()
     tx = table.transaction("SET TBLPROPERTIES")
     tx.update_protocol(
