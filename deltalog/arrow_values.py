@@ -15,6 +15,8 @@ import struct
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_columns
+
 
 def int_range(start: int, stop: int, step: int = 1, *, width: int = 64) -> pa.Array:
     """``range(start, stop, step)`` as an ``int64`` (or ``int32``, ``width=32``) array.
@@ -60,15 +62,8 @@ def int32s(values: list[int]) -> pa.Array:
 
 
 def strings(values: list[str]) -> pa.StringArray:
-    """A ``string`` array of ``values`` (none null)."""
-    data = [v.encode() for v in values]
-    ends = [0]
-    for d in data:
-        ends.append(ends[-1] + len(d))
-    offsets = int32s(ends).buffers()[1]
-    result = pa.Array.from_buffers(
-        pa.string(), len(data), [None, offsets, pa.py_buffer(b"".join(data))]
-    )
+    """A ``string`` array of ``values`` (none null; see :func:`deltalog.arrow_columns.column`)."""
+    result = arrow_columns.column(values, pa.string())
     assert isinstance(result, pa.StringArray)
     return result
 
