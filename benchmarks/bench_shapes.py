@@ -116,6 +116,66 @@ def checkpoint_table(data: Path, n: int) -> Path:
     return br.ensure_table(data, w, {})
 
 
+def write_struct_stats_table(source: Path, table: Path) -> None:
+    """A copy of ``source`` whose checkpoint is laid out as delta-spark 4.4 writes one.
+
+    delta-spark writes ``delta.checkpoint.writeStatsAsStruct`` by default: after ``stats`` the
+    ``add`` struct holds ``partitionValues_parsed`` and ``stats_parsed`` (typed statistics).
+    The rewrite goes row group by row group, keeping the source's row groups.
+    """
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    bounds = pa.struct([("id", pa.int64()), ("value", pa.float64()), ("name", pa.string())])
+    counts = pa.struct([("id", pa.int64()), ("value", pa.int64()), ("name", pa.int64())])
+    typed = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", bounds),
+            ("maxValues", bounds),
+            ("nullCount", counts),
+        ]
+    )
+    shutil.copytree(source, table, ignore=shutil.ignore_patterns(MARKER, br.MARKER))
+    (path,) = (table / "_delta_log").glob("*.checkpoint.parquet")
+    reader = pq.ParquetFile(path)
+    writer = None
+    tmp = path.with_suffix(".tmp")
+    for group in range(reader.metadata.num_row_groups):
+        t = reader.read_row_group(group)
+        add = t.column("add").combine_chunks()
+        stats = add.field("stats")
+        lines = "\n".join(s if s is not None else "{}" for s in stats.to_pylist()).encode()
+        options = pj.ParseOptions(explicit_schema=pa.schema(list(typed)))
+        parsed = pj.read_json(pa.BufferReader(lines), parse_options=options).combine_chunks()
+        stats_parsed = pa.StructArray.from_arrays(
+            [parsed.column(f.name).chunk(0) for f in typed],
+            fields=list(typed),
+            mask=stats.is_null(),
+        )
+        parts = [
+            None if m is None else dict(m)["part"] for m in add.field("partitionValues").to_pylist()
+        ]
+        pv_parsed = pa.StructArray.from_arrays(
+            [pa.array(parts, pa.string())], names=["part"], mask=add.is_null()
+        )
+        fields = [add.type.field(i) for i in range(add.type.num_fields)]
+        fields += [
+            pa.field("partitionValues_parsed", pv_parsed.type),
+            pa.field("stats_parsed", typed),
+        ]
+        children = [add.field(i) for i in range(add.type.num_fields)] + [pv_parsed, stats_parsed]
+        rebuilt = pa.StructArray.from_arrays(children, fields=fields, mask=add.is_null())
+        t = t.set_column(t.schema.get_field_index("add"), "add", rebuilt)
+        if writer is None:
+            writer = pq.ParquetWriter(tmp, t.schema, compression="snappy")
+        writer.write_table(t, row_group_size=max(1, t.num_rows))
+    assert writer is not None
+    writer.close()
+    tmp.replace(path)
+
+
 def write_v2_table(source: Path, table: Path) -> None:
     """A copy of ``source`` moved to ``delta.checkpointPolicy=v2``, with a V2 checkpoint.
 
@@ -236,6 +296,36 @@ def rows(quick: bool) -> list[Row]:
             time_target=0.25,
             rss_target=0.5,
         ),
+        Row(
+            f"cp_{big}_typed",
+            f"open + list {big:,} files with typed stats, checkpoint with JSON stats only "
+            "(files(with_stats=False, flatten_stats=True) vs get_add_actions(flatten=True))",
+            "cp_big",
+            "dl_list_typed",
+            "rs_list_flat",
+            time_target=0.25,
+            rss_target=0.5,
+        ),
+        Row(
+            f"cp_{big}_struct_typed",
+            "the same, checkpoint as delta-spark 4.4 writes it (stats + stats_parsed + "
+            "partitionValues_parsed)",
+            "cp_big_struct",
+            "dl_list_typed",
+            "rs_list_flat",
+            time_target=0.25,
+            rss_target=0.5,
+        ),
+        Row(
+            f"cp_{big}_struct_stats",
+            f"open + list {big:,} files with stats (files() vs get_add_actions(flatten=False)), "
+            "checkpoint as delta-spark 4.4 writes it",
+            "cp_big_struct",
+            "dl_list",
+            "rs_list_nf",
+            time_target=0.25,
+            rss_target=0.5,
+        ),
         # The small-table commit rows run before the 1M-file ones: those write gigabytes, and
         # fsync stays slower for minutes after (deltalog fsyncs twice per commit; delta-rs
         # does not), which would charge the benchmark's own I/O to the next rows.
@@ -341,6 +431,15 @@ def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
         )
     if "cp_big" in needed:
         out["cp_big"] = checkpoint_table(data, 1_000_000 // k)
+    if "cp_big_struct" in needed:
+        big = 1_000_000 // k
+        source = checkpoint_table(data, big)
+        out["cp_big_struct"] = ensure(
+            data,
+            f"cp_n{big}_struct",
+            {"n": big, "generator": br.GENERATOR_VERSION},
+            lambda t: write_struct_stats_table(source, t),
+        )
     if "cp_big_v2" in needed:
         big = 1_000_000 // k
         source = checkpoint_table(data, big)
@@ -465,6 +564,13 @@ def op(name: str, path: str, args: dict[str, Any]) -> dict[str, Any]:
     if name == "dl_list":
         t = deltalog.DeltaTable(path)
         n = t.files().num_rows
+        return {"seconds": time.perf_counter() - t0, "n_files": n}
+    if name == "dl_list_typed":
+        t = deltalog.DeltaTable(path)
+        n = t.files(with_stats=False, flatten_stats=True).num_rows
+        return {"seconds": time.perf_counter() - t0, "n_files": n}
+    if name == "rs_list_flat":
+        n = deltalake.DeltaTable(path).get_add_actions(flatten=True).num_rows
         return {"seconds": time.perf_counter() - t0, "n_files": n}
     if name in ("rs_list", "rs_list_nf"):
         dt = deltalake.DeltaTable(path)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
 from deltalog.logstores.thread_pool import shared_pool
 
-from .arrow_pool import open_parquet
+from .arrow_pool import decode_pool, open_parquet
 from .errors import CheckpointFormatError, IncompleteCheckpointError
 from .nulls import empty_table, null_array
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
@@ -84,7 +84,7 @@ def _conform(arr: pa.Array, target: pa.DataType) -> pa.Array:
 def _file_table(column: pa.ChunkedArray, fields: Sequence[str], action: str) -> pa.Table:
     """Flatten the non-null rows of an ``add``/``remove`` struct column to a table."""
     full = ACTION_TYPES[action]
-    target = pa.struct([full.field(name) for name in fields])
+    target = pa.struct([_field_of(full, column.type, name) for name in fields])
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     tables = []
     for chunk in chunks:
@@ -94,6 +94,19 @@ def _file_table(column: pa.ChunkedArray, fields: Sequence[str], action: str) -> 
     if not tables:
         return empty_table(pa.schema([target.field(i) for i in range(target.num_fields)]))
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _field_of(full: pa.StructType, found: pa.DataType, name: str) -> pa.Field:
+    """The field ``name`` of an action: its declared type, or as the file has it.
+
+    Fields whose type depends on the table (``stats_parsed``, ``partitionValues_parsed``) are
+    not declared; a file without one reads it as nulls of type null.
+    """
+    if full.get_field_index(name) >= 0:
+        return full.field(name)
+    if pa.types.is_struct(found) and found.get_field_index(name) >= 0:
+        return found.field(name)
+    return pa.field(name, pa.null())
 
 
 def _valid_rows(arr: pa.Array) -> pa.Array:
@@ -291,7 +304,10 @@ def _read_parquet(
     local = store.local_path(path)
     wanted = {"add": add_fields, "remove": remove_fields}
     try:
-        with store.open_input(path) if local is None else pa.OSFile(local) as fh:
+        # The file's reads allocate from the decode pool too: its column chunks are read into
+        # buffers of the file's pool (the default one would keep their pages).
+        opened = pa.OSFile(local, memory_pool=decode_pool()) if local is not None else None
+        with store.open_input(path) if opened is None else opened as fh:
             # Pre-buffering coalesces ranged reads of a remote file; a local one is read as
             # needed (pre-buffered column chunks would only add to peak memory).
             pf = open_parquet(fh, pre_buffer=local is None)
@@ -307,7 +323,7 @@ def _read_parquet(
                     f"{action}.{f}"
                     for f in fields
                     if f in kids and not _never_set(pf, groups, leaves.get(f, []))
-                ] or [action]
+                ] or [f"{action}.path" if "path" in kids else action]  # rows, not the values
                 table = _read_columns(pf, columns, action, shared)
                 if table is not None:
                     part = _file_table(table.column(action), fields, action)

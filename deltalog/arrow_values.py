@@ -16,18 +16,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import arrow_columns
+from deltalog.checkpoints.arrow_pool import decode_pool
 
 
 def int_range(start: int, stop: int, step: int = 1, *, width: int = 64) -> pa.Array:
     """``range(start, stop, step)`` as an ``int64`` (or ``int32``, ``width=32``) array.
 
-    Built by Arrow kernels (a running sum of ones), not from a Python sequence.
+    Built by Arrow kernels (a running sum of ``step``), not from a Python sequence, from the
+    pool deltalog decodes into: a replay numbers a million checkpoint rows this way, and the
+    default pool would keep the pages of its temporaries.
     """
     n = len(range(start, stop, step))
-    ones = pa.repeat(int64(1), n)
-    counts = pc.subtract(pc.cumulative_sum(ones), int64(1))  # 0, 1, 2, ...
-    values = pc.add(pc.multiply(counts, int64(step)), int64(start))
-    return values if width == 64 else values.cast(pa.int32())
+    pool = decode_pool()
+    steps = pa.repeat(int64(step), n, memory_pool=pool)
+    values = pc.cumulative_sum(steps, start=int64(start - step), memory_pool=pool)
+    return values if width == 64 else values.cast(pa.int32(), memory_pool=pool)
 
 
 def zeros(count: int, *, width: int = 64) -> pa.Array:

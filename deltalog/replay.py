@@ -61,6 +61,7 @@ from deltalog.file_actions import (
     snake,
 )
 from deltalog.logstores import LogFileNotFoundError
+from deltalog.parsed_stats import fill_json, parsed_stats_loader
 from deltalog.paths import parse_log_name
 from deltalog.segment import LISTING_ATTEMPTS, LogListing, LogSegment, build_segment, list_log
 from deltalog.snapshot import Snapshot
@@ -138,7 +139,10 @@ _ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
 
 
 def _stats_loader(
-    storage: TableStorage, paths: list[str], adds: pa.Table
+    storage: TableStorage,
+    paths: list[str],
+    adds: pa.Table,
+    parsed: Callable[[], pa.ChunkedArray | None],
 ) -> Callable[[], pa.ChunkedArray]:
     """Reads ``add.stats`` of a checkpoint, in the order the replay read its ``adds``.
 
@@ -149,6 +153,9 @@ def _stats_loader(
     checkpointed past it and the retention allowed it). The statistics are then taken from the
     current log (:func:`_rebuilt_stats`) rather than failing from then on; a failure is never
     kept, so the next call tries again.
+
+    Rows without JSON statistics (``delta.checkpoint.writeStatsAsJson=false``) get them
+    written from the checkpoint's typed ``stats_parsed`` (``parsed``), as delta-spark does.
 
     The loader raises CorruptCheckpointError when the column cannot be read, or does not have
     one value per add the replay read.
@@ -176,7 +183,7 @@ def _stats_loader(
                     raise CorruptCheckpointError(
                         f"checkpoint {paths[0]} has {len(stats)} statistics for {rows} adds"
                     )
-                loaded.append(stats)
+                loaded.append(fill_json(stats, parsed() if stats.null_count else None))
             return loaded[0]
 
     return load
@@ -213,7 +220,7 @@ def _with_row_numbers(files: pa.Table) -> pa.Table:
 
 def _load_checkpoint(
     storage: TableStorage, segment: LogSegment, state: _State
-) -> tuple[pa.Table, pa.Table, Callable[[], pa.ChunkedArray]]:
+) -> tuple[pa.Table, pa.Table, Callable[[], pa.ChunkedArray], Callable[[], pa.ChunkedArray | None]]:
     assert segment.checkpoint is not None
     paths = [f.path for f in segment.checkpoint.files]
     with storage_errors(f"cannot read checkpoint {segment.checkpoint.version}"):
@@ -240,10 +247,12 @@ def _load_checkpoint(
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
     adds = pa.concat_tables(files) if files else empty_table(FILES_SCHEMA)
+    parsed = parsed_stats_loader(storage.store, paths, adds.num_rows)
     return (
         _with_row_numbers(adds),
         pa.concat_tables(tombstones) if tombstones else empty_table(TOMBSTONES_SCHEMA),
-        _stats_loader(storage, paths, adds),
+        _stats_loader(storage, paths, adds, parsed),
+        parsed,
     )
 
 
@@ -352,9 +361,9 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         UnsupportedFeatureError: The protocol needs a reader feature deltalog lacks.
     """
     state = _State()
-    loader = None
+    loader = parsed = None
     if segment.checkpoint is not None:
-        base_files, base_tombstones, loader = _load_checkpoint(storage, segment, state)
+        base_files, base_tombstones, loader, parsed = _load_checkpoint(storage, segment, state)
     else:
         base_files, base_tombstones = empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA)
     _apply_commits(storage, segment, state)
@@ -388,6 +397,7 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         timestamp=commit_timestamp(info, state.metadata, last_mtime),
         checkpoint_version=segment.checkpoint.version if segment.checkpoint else None,
         stats_loader=loader,
+        parsed_stats_loader=parsed,
     )
 
 
@@ -484,4 +494,5 @@ def advance(snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], i
         timestamp=commit_timestamp(state.last_commit_info, state.metadata, mtime),
         checkpoint_version=snapshot.checkpoint_version,
         stats_loader=snapshot.stats_loader,
+        parsed_stats_loader=snapshot.parsed_stats_loader,
     )

@@ -36,7 +36,7 @@ from deltalog.predicates import (
 )
 from deltalog.schema import PrimitiveType, StructType
 
-__all__ = ["may_match", "prune_files"]
+__all__ = ["may_match", "prune_files", "prune_mask"]
 
 _NEGATED = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
@@ -194,14 +194,38 @@ def may_match(
 
 
 def prune_files(
-    files: pa.Table, predicate: Predicate, schema: StructType, partition_columns: Sequence[str]
+    files: pa.Table,
+    predicate: Predicate,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    parsed: pa.ChunkedArray | None = None,
 ) -> pa.Table:
     """The rows of ``files`` (with ``stats``) that may hold rows matching ``predicate``.
+
+    ``parsed``, typed statistics lined up with ``files`` (see
+    :func:`deltalog.file_stats.flatten_stats`), stands in for the JSON of the rows it has.
 
     Raises:
         InvalidPredicateError: A literal does not fit its column's type.
     """
     if predicate is TRUE or not files.num_rows:
         return files
-    flat = flatten_stats(files, schema, partition_columns, predicate.columns())
-    return files.filter(may_match(flat, predicate, schema, partition_columns))
+    return files.filter(prune_mask(files, predicate, schema, partition_columns, parsed))
+
+
+def prune_mask(
+    files: pa.Table,
+    predicate: Predicate,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    parsed: pa.ChunkedArray | None = None,
+) -> pa.Array:
+    """Which rows :func:`prune_files` keeps (``files.filter`` of it).
+
+    Raises:
+        InvalidPredicateError: A literal does not fit its column's type.
+    """
+    if predicate is TRUE or not files.num_rows:
+        return pc.is_valid(files.column("path"))  # every row
+    flat = flatten_stats(files, schema, partition_columns, predicate.columns(), parsed)
+    return may_match(flat, predicate, schema, partition_columns)

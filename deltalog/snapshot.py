@@ -13,6 +13,7 @@ from deltalog.actions import DomainMetadata, Metadata, Protocol, Txn
 from deltalog.errors import InvalidSchemaError, UnsupportedFeatureError
 from deltalog.features import check_writable
 from deltalog.file_actions import PendingFiles
+from deltalog.parsed_stats import aligned
 from deltalog.schema import StructType
 
 
@@ -36,6 +37,8 @@ class Snapshot:
         checkpoint_version: Version of the checkpoint the replay started from, if any.
         stats_loader: Reads the checkpoint's ``add.stats`` column, in checkpoint row order, the
             first time a caller asks for statistics.
+        parsed_stats_loader: Reads the checkpoint's typed ``add.stats_parsed``, in checkpoint
+            row order (``None`` from it when the checkpoint has none).
     """
 
     version: int
@@ -47,6 +50,7 @@ class Snapshot:
     timestamp: int = 0
     checkpoint_version: int | None = None
     stats_loader: Callable[[], pa.ChunkedArray] | None = None
+    parsed_stats_loader: Callable[[], pa.ChunkedArray | None] | None = None
 
     @property
     def raw_files(self) -> pa.Table:
@@ -91,6 +95,28 @@ class Snapshot:
         """Live files without the ``stats`` column (never reads statistics from a checkpoint)."""
         raw = self.raw_files
         return raw.drop_columns([c for c in ("stats", "_cp_row") if c in raw.column_names])
+
+    def parsed_stats(self) -> pa.ChunkedArray | None:
+        """The checkpoint's typed statistics (``stats_parsed``), one row per live file.
+
+        Null for files added since the checkpoint; ``None`` when the checkpoint has no typed
+        statistics (or there is no checkpoint). Rows line up with :attr:`raw_files` and
+        :attr:`files`.
+        """
+        raw = self.raw_files
+        if self.parsed_stats_loader is None or "_cp_row" not in raw.column_names:
+            return None
+        parsed = self.parsed_stats_loader()
+        return None if parsed is None else aligned(parsed, raw.column("_cp_row"))
+
+    def files_with_commit_stats(self) -> pa.Table:
+        """Live files with only the ``stats`` logged since the checkpoint.
+
+        The checkpoint's rows have null ``stats``: what typed statistics need beside
+        :meth:`parsed_stats`, without reading the checkpoint's JSON.
+        """
+        raw = self.raw_files
+        return raw.drop_columns(["_cp_row"]) if "_cp_row" in raw.column_names else raw
 
     def paths(self) -> pa.ChunkedArray:
         """The ``path`` of every live file, as logged (no statistics are loaded)."""

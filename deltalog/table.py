@@ -33,11 +33,18 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.features import protocol_for_new_table
+from deltalog.file_stats import UnusableParsedStats
 from deltalog.file_stats import flatten_stats as flatten
 from deltalog.history import commit_ict, read_history
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
-from deltalog.predicates import PredicateLike, as_predicate, matches, partition_table
+from deltalog.predicates import (
+    Predicate,
+    PredicateLike,
+    as_predicate,
+    matches,
+    partition_table,
+)
 from deltalog.properties import check_properties
 from deltalog.read import read_rows
 from deltalog.replay import replay
@@ -46,7 +53,7 @@ from deltalog.row_tracking import new_table_configuration
 from deltalog.schema import StructType, as_struct
 from deltalog.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.segment import LogListing, classify, commit_times, list_log
-from deltalog.skipping import prune_files
+from deltalog.skipping import prune_mask
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 from deltalog.table_changes import protocol_for_schema
@@ -262,21 +269,43 @@ class DeltaTable:
             return snap.files if with_stats else snap.files_without_stats()
         predicate = None if filter is None else as_predicate(filter)
         on_partitions = predicate is not None and predicate.columns() <= set(snap.partition_columns)
-        # A partition predicate needs no statistics: do not load them from the checkpoint.
-        files = (
-            snap.files
-            if with_stats or flatten_stats or not on_partitions
-            else snap.files_without_stats()
-        )
+        # Typed statistics come from the checkpoint's stats_parsed where it has them (its JSON
+        # is then not read unless asked for); a partition predicate needs no statistics.
+        parsed = None if on_partitions and not flatten_stats else snap.parsed_stats()
+        try:
+            return self._files(with_stats, predicate, flatten_stats, on_partitions, parsed)
+        except UnusableParsedStats:
+            return self._files(with_stats, predicate, flatten_stats, on_partitions, None)
+
+    def _files(
+        self,
+        with_stats: bool,
+        predicate: Predicate | None,
+        flatten_stats: bool,
+        on_partitions: bool,
+        parsed: pa.ChunkedArray | None,
+    ) -> pa.Table:
+        snap = self._snapshot
+        if with_stats:
+            files = snap.files
+        elif parsed is not None:
+            files = snap.files_with_commit_stats()
+        elif flatten_stats or not on_partitions:
+            files = snap.files
+        else:
+            files = snap.files_without_stats()
         if predicate is not None:
             unknown = sorted(predicate.columns() - set(snap.schema.names))
             if unknown:
                 raise InvalidPredicateError(
                     f"the table has no column(s) {unknown} (columns: {snap.schema.names})"
                 )
-            files = prune_files(files, predicate, snap.schema, snap.partition_columns)
+            typed = None if on_partitions else parsed
+            keep = prune_mask(files, predicate, snap.schema, snap.partition_columns, typed)
+            files = files.filter(keep)
+            parsed = None if parsed is None else parsed.filter(keep)
         if flatten_stats:
-            files = flatten(files, snap.schema, snap.partition_columns)
+            files = flatten(files, snap.schema, snap.partition_columns, parsed=parsed)
         return (
             files
             if with_stats or "stats" not in files.column_names

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sparkutil import delta_spark_version
 from test_delta_spark import (
     _sql_table,
     dl_live_rows,
@@ -407,3 +408,68 @@ def _log_icts_from(root: str, first: int) -> dict[int, int]:
                 info = json.loads(fh.readline())["commitInfo"]
             out[int(name[:20])] = info["inCommitTimestamp"]
     return out
+
+
+@pytest.mark.parametrize("json_stats", [True, False], ids=["stats-and-struct", "struct-only"])
+def test_deltalog_reads_typed_statistics_from_delta_spark_checkpoints(
+    json_stats: bool, delta_spark: Any, tmp_path: Path
+) -> None:
+    """Statistics of checkpoints delta-spark writes with ``writeStatsAsStruct``.
+
+    delta-spark 4.4 writes ``stats_parsed`` (and with ``writeStatsAsJson=false`` only that);
+    3.3 writes no ``stats_parsed``, so with ``writeStatsAsJson=false`` its checkpoints keep no
+    statistics at all. deltalog's typed statistics (read from the struct) and its ``stats`` JSON
+    (written from it where the checkpoint has none) must describe the data files as they are,
+    and where the checkpoint kept nothing, be null rather than wrong.
+    """
+    spark = delta_spark
+    root = str(tmp_path / "typed-stats")
+    t = _sql_table(root)
+    spark.sql(
+        f"CREATE TABLE {t} (id BIGINT, v STRING, d DATE, amount DECIMAL(10,2), p STRING) "
+        "USING DELTA PARTITIONED BY (p) TBLPROPERTIES ('delta.checkpointInterval' = '2', "
+        "'delta.checkpoint.writeStatsAsStruct' = 'true', "
+        f"'delta.checkpoint.writeStatsAsJson' = '{str(json_stats).lower()}')"
+    )
+    spark.sql(
+        f"INSERT INTO {t} VALUES (1, 'a', DATE'2024-01-01', 1.50, 'x'), "
+        "(2, NULL, DATE'2024-01-02', 2.25, 'y')"
+    )
+    spark.sql(f"INSERT INTO {t} VALUES (10, 'k', DATE'2024-02-01', 10.00, 'x')")  # checkpoint
+    spark.sql(f"INSERT INTO {t} VALUES (20, 'z', DATE'2024-03-01', 20.00, 'y')")  # JSON only
+    checkpoint = Path(root, "_delta_log", f"{2:020d}.checkpoint.parquet")
+    add = pq.read_schema(checkpoint).field("add").type
+    names = {add.field(i).name for i in range(add.num_fields)}
+    struct = "stats_parsed" in names
+    assert ("stats" in names) == json_stats
+    assert struct == (int(delta_spark_version().split(".")[0]) >= 4)
+
+    table = DeltaTable(root)
+    assert table.snapshot.checkpoint_version == 2
+    parsed = table.snapshot.parsed_stats()
+    assert (parsed is not None) == struct
+    if parsed is not None:
+        assert len(parsed) - parsed.null_count == 3  # the checkpoint's three files
+    flat = table.files(with_stats=False, flatten_stats=True)
+    assert ("files" in table.snapshot.__dict__) == (not struct)  # no JSON read when typed
+    from_json = DeltaTable(root).files(flatten_stats=True)
+    kept_nothing = {
+        r["path"] for r in from_json.select(["path", "stats"]).to_pylist() if r["stats"] is None
+    }
+    assert len(kept_nothing) == (3 if not struct and not json_stats else 0)
+    by_path = {row["path"]: row for row in flat.to_pylist()}
+    assert by_path == {r["path"]: r for r in from_json.drop_columns(["stats"]).to_pylist()}
+    for path, row in by_path.items():
+        if path in kept_nothing:
+            assert row["num_records"] is None and row["min.id"] is None, path
+            continue
+        data = pq.read_table(os.path.join(root, path))
+        assert row["num_records"] == data.num_rows, path
+        for name in ("id", "v", "d", "amount"):
+            values = [x for x in data.column(name).to_pylist() if x is not None]
+            assert row[f"null_count.{name}"] == data.num_rows - len(values), (path, name)
+            assert row[f"min.{name}"] == (min(values) if values else None), (path, name)
+            assert row[f"max.{name}"] == (max(values) if values else None), (path, name)
+    big = {p for p, row in by_path.items() if row["max.id"] is None or row["max.id"] >= 10}
+    assert set(table.files(filter="id >= 10").column("path").to_pylist()) == big
+    assert len(big) == (4 if kept_nothing else 2)

@@ -168,6 +168,12 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
         "keys = arrow_keys(adds_to_table([add('p=1/d.parquet', deletion_vector=dv)]), 'file:')\n"
         "assert keys.to_pylist() == ['p=1/d.parquet\\x00uab@1'], keys\n"
         "assert 'pandas' not in sys.modules, 'pandas imported: tags, removes, vacuum or DVs'\n"
+        # Typed statistics (partition values typed, JSON statistics parsed). A filter's
+        # literals are still converted by pa.scalar, which imports pandas.
+        "flat = u.files(with_stats=False, flatten_stats=True)\n"
+        "assert flat.num_rows == 19 and flat.column('min.id').null_count == 5  # added bare\n"
+        "assert sorted(set(flat.column('partition.p').to_pylist())) == ['0', '1']\n"
+        "assert 'pandas' not in sys.modules, 'pandas imported: typed statistics'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,277 @@
+"""Typed statistics from a checkpoint's ``add.stats_parsed`` (delta-spark writes it by default).
+
+The checkpoints here are deltalog's, rewritten the way delta-spark lays them out: the ``add``
+struct gains ``partitionValues_parsed`` and ``stats_parsed`` (typed as the table's columns),
+and with ``delta.checkpoint.writeStatsAsJson=false`` loses ``stats``. Every answer is compared
+with the one the JSON statistics give on the same table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from tableutil import write_parquet
+from test_file_stats import SCHEMA, _rows
+
+from deltalog import DeltaTable
+from deltalog.parsed_stats import stats_json
+from deltalog.predicates import map_value
+
+UTC = dt.UTC
+#: The data columns' types in stats_parsed, as delta-spark writes them (the partition ``p`` has
+#: no statistics).
+VALUES = pa.struct([f for f in SCHEMA if f.name != "p"])
+COUNTS = pa.struct(
+    [
+        pa.field(f.name, pa.struct([("a", pa.int64()), ("b", pa.struct([("c", pa.int64())]))]))
+        if f.name == "n"
+        else pa.field(f.name, pa.int64())
+        for f in VALUES
+    ]
+)
+PARSED = pa.struct(
+    [
+        ("numRecords", pa.int64()),
+        ("minValues", VALUES),
+        ("maxValues", VALUES),
+        ("nullCount", COUNTS),
+    ]
+)
+PREDICATES = [
+    "i >= 10 AND i < 20",
+    "s IS NULL",
+    "s = 's23'",
+    "d >= DATE '2024-01-07'",
+    "dec > 2.40",
+    "p = 'x' AND i > 20",
+    "ts > TIMESTAMP '2024-01-01 00:00:04.000100' AND ts < TIMESTAMP '2024-01-02 00:00:00'",
+    "flag = true",
+]
+
+
+def _typed(value: Any, t: pa.DataType) -> Any:
+    """A JSON statistic as a Python value of Arrow type ``t`` (how delta-spark types it)."""
+    if value is None:
+        return None
+    if pa.types.is_struct(t):
+        return {f.name: _typed(value.get(f.name), f.type) for f in t}
+    if pa.types.is_timestamp(t):
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if pa.types.is_date(t):
+        return dt.date.fromisoformat(value)
+    if pa.types.is_decimal(t):
+        return decimal.Decimal(str(value))
+    return value
+
+
+def _with_stats_parsed(root: Path, *, json_stats: bool = True, bad_type: bool = False) -> None:
+    """Rewrite the table's latest checkpoint as delta-spark lays one out."""
+    log = root / "_delta_log"
+    (cp,) = sorted(log.glob("*.checkpoint.parquet"))[-1:]
+    table = pq.read_table(cp)
+    add = table.column("add").combine_chunks()
+    parsed_type = PARSED
+    if bad_type:  # a bound whose type cannot be cast: the JSON must be used instead
+        values = pa.struct([("i", pa.string())])
+        parsed_type = pa.struct([("numRecords", pa.int64()), ("minValues", values)])
+    stats, parts = [], []
+    for row in add.to_pylist():
+        if row is None:
+            stats.append(None)
+            parts.append(None)
+            continue
+        obj = json.loads(row["stats"])
+        if bad_type:
+            obj = {"numRecords": obj["numRecords"], "minValues": {"i": "not a number"}}
+        stats.append(_typed(obj, parsed_type))
+        parts.append(dict(row["partitionValues"]))
+    fields = [add.type.field(i) for i in range(add.type.num_fields)]
+    arrays = [add.field(i) for i in range(add.type.num_fields)]
+    if not json_stats:
+        at = add.type.get_field_index("stats")
+        del fields[at], arrays[at]
+    pv_parsed = pa.array(parts, pa.struct([("p", pa.string())]))
+    fields += [
+        pa.field("partitionValues_parsed", pv_parsed.type),
+        pa.field("stats_parsed", parsed_type),
+    ]
+    arrays += [pv_parsed, pa.array(stats, parsed_type)]
+    rebuilt = pa.StructArray.from_arrays(arrays, fields=fields, mask=add.is_null())
+    table = table.set_column(table.schema.get_field_index("add"), "add", rebuilt)
+    pq.write_table(table, cp)
+
+
+def _table(root: Path, files: int = 6) -> DeltaTable:
+    t = DeltaTable.create(str(root), SCHEMA, partition_by=["p"])
+    for k in range(files):
+        t.append_files([write_parquet(root, f"p={'xy'[k % 2]}/f{k}.parquet", _rows(k))])
+    t.checkpoint()
+    return t
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _flat(root: Path, **kwargs: Any) -> pa.Table:
+    return DeltaTable(str(root)).files(with_stats=False, flatten_stats=True, **kwargs)
+
+
+def _paths(root: Path, predicate: str) -> list[str]:
+    return sorted(DeltaTable(str(root)).files(filter=predicate).column("path").to_pylist())
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    _table(tmp_path / "plain")
+    return tmp_path / "plain"
+
+
+def test_typed_statistics_come_from_stats_parsed_and_equal_the_json(
+    plain: Path, tmp_path: Path
+) -> None:
+    spark_like = _copy(plain, tmp_path / "spark")
+    _with_stats_parsed(spark_like)
+    fresh = DeltaTable(str(spark_like))
+    assert fresh.snapshot.parsed_stats() is not None
+    flat = fresh.files(with_stats=False, flatten_stats=True)
+    assert "files" not in fresh.snapshot.__dict__  # the JSON statistics were never loaded
+    assert flat.equals(_flat(plain))
+    assert flat.column("min.n.b.c").to_pylist()[:2] == ["c0", "c1"]
+    assert flat.column("max.ts").type == pa.timestamp("us", tz="UTC")
+    for predicate in PREDICATES:
+        assert _paths(spark_like, predicate) == _paths(plain, predicate), predicate
+    with_filter = fresh.files(filter="i >= 10 AND i < 30", flatten_stats=True, with_stats=False)
+    assert with_filter.column("min.i").to_pylist() == [10, 20]
+
+
+def test_commits_after_the_checkpoint_mix_typed_and_json_statistics(
+    plain: Path, tmp_path: Path
+) -> None:
+    spark_like = _copy(plain, tmp_path / "spark")
+    _with_stats_parsed(spark_like)
+    advanced = []
+    for root in (plain, spark_like):
+        t = DeltaTable(str(root))
+        t.append_files([write_parquet(root, "p=y/late.parquet", _rows(7))])
+        with t.transaction("DELETE") as tx:
+            tx.remove(["p=x/f2.parquet"])  # a checkpoint row goes
+        advanced.append(t.files(with_stats=False, flatten_stats=True))  # the writer's snapshot
+    parsed = DeltaTable(str(spark_like)).snapshot.parsed_stats()
+    assert parsed is not None and parsed.null_count == 1  # the late file has JSON only
+    late = ["modification_time"]  # the late file was written twice, once per table
+    assert _flat(spark_like).drop_columns(late).equals(_flat(plain).drop_columns(late))
+    assert advanced[1].drop_columns(late).equals(advanced[0].drop_columns(late))
+    assert advanced[1].num_rows == 6
+    for predicate in PREDICATES:
+        assert _paths(spark_like, predicate) == _paths(plain, predicate), predicate
+
+
+def test_checkpoint_without_json_statistics_still_lists_them(plain: Path, tmp_path: Path) -> None:
+    """``delta.checkpoint.writeStatsAsJson=false``: the JSON is written from stats_parsed."""
+    struct_only = _copy(plain, tmp_path / "struct_only")
+    _with_stats_parsed(struct_only, json_stats=False)
+    ours = DeltaTable(str(struct_only)).files()
+    assert ours.column("stats").null_count == 0
+    assert ours.drop_columns(["stats"]).equals(
+        DeltaTable(str(plain)).files().drop_columns(["stats"])
+    )
+    # the written JSON parses to the same typed statistics as delta-spark's own JSON
+    from_json = DeltaTable(str(struct_only)).files(flatten_stats=True).drop_columns(["stats"])
+    assert from_json.equals(_flat(plain))
+    for predicate in PREDICATES:
+        assert _paths(struct_only, predicate) == _paths(plain, predicate), predicate
+
+
+def test_stats_parsed_of_an_unusable_type_falls_back_to_the_json(
+    plain: Path, tmp_path: Path
+) -> None:
+    odd = _copy(plain, tmp_path / "odd")
+    _with_stats_parsed(odd, bad_type=True)  # only numRecords and a string minValues.i
+    assert _flat(odd).equals(_flat(plain))
+    for predicate in PREDICATES:
+        kept, exact = set(_paths(odd, predicate)), set(_paths(plain, predicate))
+        if " i " in f" {predicate} ":
+            assert kept == exact, predicate  # min.i cannot be cast: the JSON is used
+        else:  # columns stats_parsed lacks are unknown there: never pruned on
+            assert kept >= exact, predicate
+
+
+def test_stats_json_writes_what_delta_spark_writes() -> None:
+    t = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            (
+                "minValues",
+                pa.struct(
+                    [
+                        ("ts", pa.timestamp("us", tz="UTC")),
+                        ("ntz", pa.timestamp("us")),
+                        ("d", pa.date32()),
+                        ("dec", pa.decimal128(10, 2)),
+                        ("x", pa.float64()),
+                        ("s", pa.string()),
+                        ("b", pa.bool_()),
+                    ]
+                ),
+            ),
+        ]
+    )
+    row = {
+        "numRecords": 3,
+        "minValues": {
+            "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+            "ntz": dt.datetime(2024, 1, 2, 3, 4, 5),
+            "d": dt.date(2024, 1, 2),
+            "dec": decimal.Decimal("12.30"),
+            "x": math.nan,
+            "s": 'a"b\\c\n',
+            "b": None,
+        },
+    }
+    (text, empty) = stats_json(pa.array([row, None], t)).to_pylist()
+    assert empty is None
+    assert text == (
+        '{"numRecords":3,"minValues":{"ts":"2024-01-02T03:04:05.678Z",'
+        '"ntz":"2024-01-02T03:04:05.000","d":"2024-01-02","dec":12.30,"x":NaN,'
+        '"s":"a\\"b\\\\c\\n"}}'
+    )
+
+
+def test_map_value_equals_map_lookup() -> None:
+    """The by-position read of partition values answers as ``pc.map_lookup`` does."""
+    rng = random.Random(7)
+    for _ in range(400):
+        width, n = rng.randint(1, 3), rng.randint(1, 30)
+        keys = ["a", "b", "c"][:width]
+        rows = []
+        for i in range(n):
+            ks = list(keys)
+            if rng.random() < 0.1:
+                rng.shuffle(ks)
+            if rng.random() < 0.05:
+                ks = ks[:-1]
+            if rng.random() < 0.05:
+                ks = [*ks, "a"]
+            rows.append(
+                None if rng.random() < 0.02 else [(k, rng.choice([None, "v", str(i)])) for k in ks]
+            )
+        values = pa.array(rows, pa.map_(pa.string(), pa.string()))
+        if n > 2 and rng.random() < 0.5:
+            start = rng.randint(0, n - 2)
+            values = values.slice(start, rng.randint(1, n - start))
+        for key in ["a", "b", "c", "z"]:
+            expected = pc.map_lookup(values, pa.scalar(key), "first")
+            assert map_value(values, key).to_pylist() == expected.to_pylist(), (rows, key)
