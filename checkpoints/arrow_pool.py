@@ -58,7 +58,11 @@ def open_parquet(
     two are ever passed). If this pyarrow's reader cannot be built that way, the file reads
     from the default pool.
     """
-    pf = pq.ParquetFile(source, pre_buffer=pre_buffer, metadata=metadata)
+    # INT96 (delta-spark's timestamps in stats_parsed) as microseconds: as nanoseconds, years
+    # past 2262 would wrap around.
+    pf = pq.ParquetFile(
+        source, pre_buffer=pre_buffer, metadata=metadata, coerce_int96_timestamp_unit="us"
+    )
     pool = decode_pool()
     if not isinstance(source, pa.NativeFile) or (
         pool.backend_name == pa.default_memory_pool().backend_name
@@ -68,7 +72,13 @@ def open_parquet(
         from pyarrow._parquet import ParquetReader
 
         reader = ParquetReader(memory_pool=pool)
-        reader.open(source, pre_buffer=pre_buffer, metadata=pf.metadata, **_reader_defaults())
+        reader.open(
+            source,
+            pre_buffer=pre_buffer,
+            metadata=pf.metadata,
+            coerce_int96_timestamp_unit="us",
+            **_reader_defaults(),
+        )
     except (ImportError, TypeError, AttributeError, pa.ArrowException, OSError):
         return pf
     pf.reader = reader

@@ -379,10 +379,11 @@ def _read_json(
         if not rows[action] or not fields:
             continue
         full = ACTION_TYPES[action]
-        target = pa.struct([full.field(f) for f in fields])
+        # Table-dependent fields (stats_parsed) have no declared type: JSON rows never hold them.
+        target = pa.struct([_field_of(full, pa.null(), f) for f in fields])
         for f in fields:
             # A map must be a JSON object: pyarrow aborts the process on a list holding a null.
-            if pa.types.is_map(full.field(f).type) and any(
+            if pa.types.is_map(target.field(f).type) and any(
                 not isinstance(r.get(f), dict | None) for r in rows[action]
             ):
                 raise CheckpointFormatError(f"{path}: {action}.{f} is not a JSON object")

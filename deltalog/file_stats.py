@@ -453,10 +453,12 @@ def _logical_partition_values(
         return values
     chunks = []
     for array in values.chunks:
+        if array.offset:  # a slice: rebuilt with its own offsets, validity and children
+            array = pa.concat_arrays([array], memory_pool=decode_pool())
         keys = array.keys
         for physical, logical in renames.items():
-            keys = pc.if_else(pc.equal(keys, physical), pa.scalar(logical), keys)
-        chunks.append(
-            pa.MapArray.from_arrays(array.offsets, keys, array.items, mask=array.is_null())
-        )
+            hit = pc.equal(keys, arrow_values.string(physical))
+            keys = pc.if_else(hit, arrow_values.string(logical), keys)
+        mask = array.is_null() if array.null_count else None
+        chunks.append(pa.MapArray.from_arrays(array.offsets, keys, array.items, mask=mask))
     return pa.chunked_array(chunks, type=values.type)

@@ -24,10 +24,15 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_columns
+from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.nulls import null_array
 from deltalog.checkpoints.reader import read_checkpoint
+from deltalog.errors import InvalidSchemaError
+from deltalog.file_stats import stat_leaves
 from deltalog.logstores import LogStore, LogStoreError
+from deltalog.schema import PrimitiveType, StructType
 
 __all__ = ["aligned", "fill_json", "parsed_stats_loader", "stats_json"]
 
@@ -36,13 +41,16 @@ FIELD = "stats_parsed"
 
 
 def parsed_stats_loader(
-    store: LogStore, paths: Sequence[str], rows: int
+    store: LogStore, paths: Sequence[str], rows: int, schema_string: str | None
 ) -> Callable[[], pa.ChunkedArray | None]:
     """Reads ``add.stats_parsed`` of a checkpoint, in the order the replay read its adds.
 
-    The loader returns ``None`` when a file of the checkpoint has no such column, when its type
-    differs between files (parts, sidecars), or when it cannot be read: statistics then come
-    from the JSON, which is always correct. The answer is read once and kept.
+    The loader returns ``None`` when a file of the checkpoint has no such column (rows inline
+    in a JSON checkpoint never do), when its type differs between files (parts, sidecars), or
+    when it cannot be read or cast: statistics then come from the JSON, which is always correct.
+    Timestamps are cast to the table's (``schema_string``, the checkpoint's schema): delta-spark
+    writes them as INT96, which pyarrow reads as zone-less nanoseconds. An answer is read once
+    and kept; a storage error is not kept, so a later call tries again.
     """
     loaded: list[pa.ChunkedArray | None] = []
     lock = threading.Lock()
@@ -50,7 +58,11 @@ def parsed_stats_loader(
     def load() -> pa.ChunkedArray | None:
         with lock:
             if not loaded:
-                loaded.append(_read(store, paths, rows))
+                try:
+                    found = _read(store, paths, rows)
+                except (LogStoreError, OSError):
+                    return None
+                loaded.append(None if found is None else _as_table_types(found, schema_string))
             return loaded[0]
 
     return load
@@ -59,7 +71,7 @@ def parsed_stats_loader(
 def _read(store: LogStore, paths: Sequence[str], rows: int) -> pa.ChunkedArray | None:
     try:
         data = read_checkpoint(store, paths, add_fields=(FIELD,))
-    except (CheckpointError, LogStoreError, OSError):
+    except (CheckpointError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
     columns = [t.column(FIELD) for t in data.adds]
     types = {c.type for c in columns if not pa.types.is_null(c.type)}
@@ -71,6 +83,49 @@ def _read(store: LogStore, paths: Sequence[str], rows: int) -> pa.ChunkedArray |
     chunks = [chunk for c in columns for chunk in c.chunks]
     parsed = pa.chunked_array(chunks, type=t)
     return parsed if len(parsed) == rows else None
+
+
+def _as_table_types(parsed: pa.ChunkedArray, schema_string: str | None) -> pa.ChunkedArray | None:
+    """``parsed`` with the bounds of timestamp columns in the table's types.
+
+    Microseconds, UTC or zone-less as the column is (``timestamp`` / ``timestamp_ntz``);
+    ``None`` if that cast fails.
+    """
+    ntz: set[tuple[str, ...]] = set()
+    if schema_string:
+        try:
+            schema = StructType.from_json_string(schema_string)
+        except (InvalidSchemaError, ValueError):
+            return None
+        ntz = {
+            leaf.physical
+            for leaf in stat_leaves(schema, ())
+            if leaf.type == PrimitiveType("timestamp_ntz")
+        }
+
+    def fixed(t: pa.DataType, path: tuple[str, ...]) -> pa.DataType:
+        if pa.types.is_struct(t):
+            return pa.struct(
+                [pa.field(f.name, fixed(f.type, (*path, f.name)), f.nullable) for f in t]
+            )
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("us", tz=None if path in ntz else "UTC")
+        return t
+
+    bounds = ("minValues", "maxValues")
+    target = pa.struct(
+        [
+            pa.field(f.name, fixed(f.type, ()) if f.name in bounds else f.type, f.nullable)
+            for f in parsed.type
+        ]
+    )
+    if target == parsed.type:
+        return parsed
+    try:
+        # Truncation to microseconds stays within the millisecond delta-spark's bounds have.
+        return pc.cast(parsed, target, safe=False, memory_pool=decode_pool())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
 
 
 def fill_json(stats: pa.ChunkedArray, parsed: pa.ChunkedArray | None) -> pa.ChunkedArray:
@@ -94,38 +149,52 @@ def stats_json(parsed: pa.Array) -> pa.Array:
 
     Dates are written ``YYYY-MM-DD``, timestamps as delta-spark writes them (UTC, milliseconds,
     ``Z``; without a zone for ``timestamp_ntz``), decimals exactly, non-finite doubles as the
-    ``NaN``/``Infinity`` tokens delta-spark's JSON uses.
+    quoted ``"NaN"``/``"Infinity"`` Spark's JSON writer uses. Values statistics never hold
+    (binaries, lists) are left out.
     """
-    texts = [None if row is None else _text(row) for row in parsed.to_pylist()]
-    return pa.array(texts, pa.string())
+    # Timestamps go to Python as integers: pyarrow imports pandas to convert zoned ones.
+    plain = pc.cast(parsed, _timestamps_as_int(parsed.type))
+    texts = [None if row is None else _text(row, parsed.type) for row in plain.to_pylist()]
+    return arrow_columns.column(texts, pa.string())
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, dict):
-        items = [f"{_key(k)}:{_text(v)}" for k, v in value.items() if v is not None]
-        return "{" + ",".join(items) + "}"
+def _timestamps_as_int(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _timestamps_as_int(f.type), f.nullable) for f in t])
+    return pa.int64() if pa.types.is_timestamp(t) else t
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _text(value: Any, t: pa.DataType) -> str | None:
+    if pa.types.is_struct(t):
+        fields = []
+        for f in t:
+            text = None if value.get(f.name) is None else _text(value[f.name], f.type)
+            if text is not None:
+                fields.append(f"{orjson.dumps(f.name).decode()}:{text}")
+        return "{" + ",".join(fields) + "}"
+    if pa.types.is_timestamp(t):
+        seconds, fraction = divmod(int(value), _PER_SECOND[t.unit])
+        when = _EPOCH + dt.timedelta(
+            seconds=seconds, microseconds=fraction * 1_000_000 // _PER_SECOND[t.unit]
+        )
+        return f'"{when.isoformat(timespec="milliseconds")}{"Z" if t.tz else ""}"'
     if isinstance(value, bool | int | str):
         return orjson.dumps(value).decode()
     if isinstance(value, float):
         if math.isnan(value):
-            return "NaN"
+            return '"NaN"'
         if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
+            return '"Infinity"' if value > 0 else '"-Infinity"'
         return repr(value)
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-            return f'"{value.isoformat(timespec="milliseconds")}Z"'
-        return f'"{value.isoformat(timespec="milliseconds")}"'
     if isinstance(value, dt.date):
         return f'"{value.isoformat()}"'
-    return "null"  # bytes, lists: statistics never hold them
-
-
-def _key(name: str) -> str:
-    return orjson.dumps(name).decode()
+    return None  # binaries, lists: statistics never hold them
 
 
 def aligned(parsed: pa.ChunkedArray, cp_row: pa.ChunkedArray) -> pa.ChunkedArray:

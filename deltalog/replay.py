@@ -247,7 +247,8 @@ def _load_checkpoint(
     files = [_conform(t, FILES_SCHEMA) for t in data.adds]
     tombstones = [_conform(t, TOMBSTONES_SCHEMA) for t in data.removes]
     adds = pa.concat_tables(files) if files else empty_table(FILES_SCHEMA)
-    parsed = parsed_stats_loader(storage.store, paths, adds.num_rows)
+    schema = state.metadata.schema_string if state.metadata else None
+    parsed = parsed_stats_loader(storage.store, paths, adds.num_rows, schema)
     return (
         _with_row_numbers(adds),
         pa.concat_tables(tombstones) if tombstones else empty_table(TOMBSTONES_SCHEMA),

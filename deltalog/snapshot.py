@@ -109,6 +109,16 @@ class Snapshot:
         parsed = self.parsed_stats_loader()
         return None if parsed is None else aligned(parsed, raw.column("_cp_row"))
 
+    def typed_for_every_checkpoint_row(self, parsed: pa.ChunkedArray) -> bool:
+        """Whether ``parsed`` (:meth:`parsed_stats`) has a struct for every checkpoint row.
+
+        Otherwise the rows without one need the checkpoint's JSON statistics (:attr:`files`).
+        """
+        raw = self.raw_files
+        return (
+            "_cp_row" in raw.column_names and parsed.null_count == raw.column("_cp_row").null_count
+        )
+
     def files_with_commit_stats(self) -> pa.Table:
         """Live files with only the ``stats`` logged since the checkpoint.
 

@@ -288,7 +288,7 @@ class DeltaTable:
         snap = self._snapshot
         if with_stats:
             files = snap.files
-        elif parsed is not None:
+        elif parsed is not None and snap.typed_for_every_checkpoint_row(parsed):
             files = snap.files_with_commit_stats()
         elif flatten_stats or not on_partitions:
             files = snap.files

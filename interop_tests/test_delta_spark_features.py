@@ -18,6 +18,7 @@ All tables share the module's one delta-spark session (see ``tests/sparkutil.py`
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -426,17 +427,23 @@ def test_deltalog_reads_typed_statistics_from_delta_spark_checkpoints(
     root = str(tmp_path / "typed-stats")
     t = _sql_table(root)
     spark.sql(
-        f"CREATE TABLE {t} (id BIGINT, v STRING, d DATE, amount DECIMAL(10,2), p STRING) "
+        f"CREATE TABLE {t} (id BIGINT, v STRING, d DATE, amount DECIMAL(10,2), ts TIMESTAMP, "
+        "p STRING) "
         "USING DELTA PARTITIONED BY (p) TBLPROPERTIES ('delta.checkpointInterval' = '2', "
         "'delta.checkpoint.writeStatsAsStruct' = 'true', "
         f"'delta.checkpoint.writeStatsAsJson' = '{str(json_stats).lower()}')"
     )
     spark.sql(
-        f"INSERT INTO {t} VALUES (1, 'a', DATE'2024-01-01', 1.50, 'x'), "
-        "(2, NULL, DATE'2024-01-02', 2.25, 'y')"
+        f"INSERT INTO {t} VALUES (1, 'a', DATE'2024-01-01', 1.50, TIMESTAMP'2024-01-01 10:00:00', "
+        "'x'), (2, NULL, DATE'2024-01-02', 2.25, TIMESTAMP'9999-12-31 00:00:00', 'y')"
     )
-    spark.sql(f"INSERT INTO {t} VALUES (10, 'k', DATE'2024-02-01', 10.00, 'x')")  # checkpoint
-    spark.sql(f"INSERT INTO {t} VALUES (20, 'z', DATE'2024-03-01', 20.00, 'y')")  # JSON only
+    spark.sql(  # checkpoint
+        f"INSERT INTO {t} VALUES (10, 'k', DATE'2024-02-01', 10.00, TIMESTAMP'2024-02-01 00:00:00',"
+        " 'x')"
+    )
+    spark.sql(  # JSON only
+        f"INSERT INTO {t} VALUES (20, 'z', DATE'2024-03-01', 20.00, NULL, 'y')"
+    )
     checkpoint = Path(root, "_delta_log", f"{2:020d}.checkpoint.parquet")
     add = pq.read_schema(checkpoint).field("add").type
     names = {add.field(i).name for i in range(add.num_fields)}
@@ -463,13 +470,21 @@ def test_deltalog_reads_typed_statistics_from_delta_spark_checkpoints(
         if path in kept_nothing:
             assert row["num_records"] is None and row["min.id"] is None, path
             continue
-        data = pq.read_table(os.path.join(root, path))
+        # Spark writes timestamps as INT96: read as microseconds, 9999-12-31 does not wrap
+        data = pq.read_table(os.path.join(root, path), coerce_int96_timestamp_unit="us")
         assert row["num_records"] == data.num_rows, path
-        for name in ("id", "v", "d", "amount"):
-            values = [x for x in data.column(name).to_pylist() if x is not None]
+        for name in ("id", "v", "d", "amount", "ts"):
+            values = [_utc(x) for x in data.column(name).to_pylist() if x is not None]
             assert row[f"null_count.{name}"] == data.num_rows - len(values), (path, name)
             assert row[f"min.{name}"] == (min(values) if values else None), (path, name)
             assert row[f"max.{name}"] == (max(values) if values else None), (path, name)
     big = {p for p, row in by_path.items() if row["max.id"] is None or row["max.id"] >= 10}
     assert set(table.files(filter="id >= 10").column("path").to_pylist()) == big
     assert len(big) == (4 if kept_nothing else 2)
+
+
+def _utc(value: Any) -> Any:
+    """A data file's timestamp as an aware UTC datetime (Spark writes them as UTC instants)."""
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value

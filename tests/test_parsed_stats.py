@@ -75,7 +75,14 @@ def _typed(value: Any, t: pa.DataType) -> Any:
     return value
 
 
-def _with_stats_parsed(root: Path, *, json_stats: bool = True, bad_type: bool = False) -> None:
+def _with_stats_parsed(
+    root: Path,
+    *,
+    json_stats: bool = True,
+    bad_type: bool = False,
+    int96: bool = False,
+    drop_struct_of: str | None = None,
+) -> None:
     """Rewrite the table's latest checkpoint as delta-spark lays one out."""
     log = root / "_delta_log"
     (cp,) = sorted(log.glob("*.checkpoint.parquet"))[-1:]
@@ -94,7 +101,7 @@ def _with_stats_parsed(root: Path, *, json_stats: bool = True, bad_type: bool = 
         obj = json.loads(row["stats"])
         if bad_type:
             obj = {"numRecords": obj["numRecords"], "minValues": {"i": "not a number"}}
-        stats.append(_typed(obj, parsed_type))
+        stats.append(None if row["path"] == drop_struct_of else _typed(obj, parsed_type))
         parts.append(dict(row["partitionValues"]))
     fields = [add.type.field(i) for i in range(add.type.num_fields)]
     arrays = [add.field(i) for i in range(add.type.num_fields)]
@@ -109,7 +116,8 @@ def _with_stats_parsed(root: Path, *, json_stats: bool = True, bad_type: bool = 
     arrays += [pv_parsed, pa.array(stats, parsed_type)]
     rebuilt = pa.StructArray.from_arrays(arrays, fields=fields, mask=add.is_null())
     table = table.set_column(table.schema.get_field_index("add"), "add", rebuilt)
-    pq.write_table(table, cp)
+    # delta-spark writes timestamps as Spark's default INT96 (zone-less nanoseconds to pyarrow)
+    pq.write_table(table, cp, use_deprecated_int96_timestamps=int96)
 
 
 def _table(root: Path, files: int = 6) -> DeltaTable:
@@ -245,7 +253,7 @@ def test_stats_json_writes_what_delta_spark_writes() -> None:
     assert empty is None
     assert text == (
         '{"numRecords":3,"minValues":{"ts":"2024-01-02T03:04:05.678Z",'
-        '"ntz":"2024-01-02T03:04:05.000","d":"2024-01-02","dec":12.30,"x":NaN,'
+        '"ntz":"2024-01-02T03:04:05.000","d":"2024-01-02","dec":12.30,"x":"NaN",'
         '"s":"a\\"b\\\\c\\n"}}'
     )
 
@@ -275,3 +283,96 @@ def test_map_value_equals_map_lookup() -> None:
         for key in ["a", "b", "c", "z"]:
             expected = pc.map_lookup(values, pa.scalar(key), "first")
             assert map_value(values, key).to_pylist() == expected.to_pylist(), (rows, key)
+
+
+def test_int96_timestamps_and_no_json(plain: Path, tmp_path: Path) -> None:
+    """INT96 bounds (delta-spark's) are UTC instants; the JSON written from them says so."""
+    root = tmp_path / "int96"
+    t = DeltaTable.create(
+        str(root), pa.schema([("id", pa.int64()), ("ts", SCHEMA.field("ts").type)])
+    )
+    far = dt.datetime(9999, 12, 31, tzinfo=UTC)  # past 2262: wraps around as nanoseconds
+    rows = pa.table({"id": [1, 2], "ts": pa.array([dt.datetime(2024, 5, 1, tzinfo=UTC), far])})
+    t.append_files([write_parquet(root, "a.parquet", rows)])
+    t.checkpoint()
+    expected = DeltaTable(str(root)).files().column("stats").to_pylist()
+    global PARSED
+    saved = PARSED
+    bounds = pa.struct([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    counts = pa.struct([("id", pa.int64()), ("ts", pa.int64())])
+    PARSED = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", bounds),
+            ("maxValues", bounds),
+            ("nullCount", counts),
+        ]
+    )
+    try:
+        _with_stats_parsed(root, json_stats=False, int96=True)
+    finally:
+        PARSED = saved
+    fresh = DeltaTable(str(root))
+    assert fresh.files().column("stats").to_pylist() == expected  # "9999-12-31T00:00:00.000Z"
+    assert fresh.files(filter="ts >= TIMESTAMP '2025-01-01 00:00:00'").num_rows == 1
+    flat = DeltaTable(str(root)).files(with_stats=False, flatten_stats=True)
+    assert flat.column("max.ts").to_pylist() == [far]
+
+
+def test_a_checkpoint_row_without_the_struct_keeps_its_json(plain: Path, tmp_path: Path) -> None:
+    partial = _copy(plain, tmp_path / "partial")
+    _with_stats_parsed(partial, drop_struct_of="p=x/f2.parquet")
+    assert _flat(partial).equals(_flat(plain))
+    for predicate in PREDICATES:
+        assert _paths(partial, predicate) == _paths(plain, predicate), predicate
+
+
+def test_json_v2_checkpoint_with_inline_adds(tmp_path: Path) -> None:
+    """Rows inline in a JSON checkpoint have no stats_parsed: the JSON is used."""
+    root = tmp_path / "v2json"
+    config = {"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "1000"}
+    t = DeltaTable.create(str(root), SCHEMA, partition_by=["p"], configuration=config)
+    for k in range(3):
+        t.append_files([write_parquet(root, f"p=x/f{k}.parquet", _rows(k))])
+    t.checkpoint()
+    log = root / "_delta_log"
+    (top,) = log.glob("*.checkpoint.*.json")  # deltalog's V2 checkpoint: JSON + sidecars
+    lines = []
+    for line in top.read_text().splitlines():
+        action = json.loads(line)
+        if "sidecar" not in action:
+            lines.append(action)
+            continue
+        for add in pq.read_table(log / "_sidecars" / action["sidecar"]["path"]).column("add"):
+            row = {k: v for k, v in add.as_py().items() if v is not None}
+            row["partitionValues"] = dict(row["partitionValues"])
+            lines.append({"add": row})
+    top.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    (log / "_last_checkpoint").unlink()
+    for commit in log.glob("*.json"):
+        if ".checkpoint." not in commit.name and int(commit.name[:20]) < 3:
+            commit.unlink()
+    fresh = DeltaTable(str(root))
+    assert fresh.snapshot.checkpoint_version == 3
+    assert fresh.snapshot.parsed_stats() is None
+    assert fresh.files(filter="i >= 10 AND i < 20").column("path").to_pylist() == ["p=x/f1.parquet"]
+    assert fresh.files(flatten_stats=True).column("min.i").to_pylist() == [0, 10, 20]
+
+
+def test_mapped_partitioned_table_with_one_row_group_checkpoint(tmp_path: Path) -> None:
+    """Adds after protocol and metaData in one row group (delta-spark's layout) are a slice."""
+    root = tmp_path / "mapped"
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    config = {"delta.columnMapping.mode": "name"}
+    t = DeltaTable.create(str(root), schema, partition_by=["p"], configuration=config)
+    physical = t.schema().field("id").metadata["delta.columnMapping.physicalName"]
+    for k in range(2):
+        t.append_files([write_parquet(root, f"p={k}/f{k}.parquet", pa.table({physical: [k]}))])
+    t.checkpoint()
+    (cp,) = (root / "_delta_log").glob("*.checkpoint.parquet")
+    pq.write_table(pq.read_table(cp), cp)  # one row group: protocol, metaData, add, add
+    fresh = DeltaTable(str(root))
+    assert fresh.files(filter="p = '1'").column("path").to_pylist() == ["p=1/f1.parquet"]
+    flat = fresh.files(flatten_stats=True)
+    assert flat.column("partition.p").to_pylist() == ["0", "1"]
+    assert flat.column("min.id").to_pylist() == [0, 1]

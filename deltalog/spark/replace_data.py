@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidPredicateError, ReplaceWhereMismatchError, SparkWriteError
+from deltalog.file_stats import UnusableParsedStats
 from deltalog.predicates import TRUE, And, Predicate, matches
 from deltalog.row_tracking import refuse_table_rewrite
 from deltalog.schema import StructType
@@ -216,7 +217,11 @@ def stage_data_replace(
     snapshot = tx.snapshot
     schema = snapshot.schema
     partition_columns = snapshot.partition_columns
-    candidates = prune_files(snapshot.files, predicate, schema, partition_columns)
+    try:  # the checkpoint's typed statistics spare parsing its JSON, where it has them
+        typed = snapshot.parsed_stats()
+        candidates = prune_files(snapshot.files, predicate, schema, partition_columns, typed)
+    except UnusableParsedStats:
+        candidates = prune_files(snapshot.files, predicate, schema, partition_columns)
     if candidates.num_rows:  # their unselected rows would be copied under new row ids
         refuse_table_rewrite(
             snapshot.protocol, snapshot.metadata, operation="a replace_where on data columns of"
