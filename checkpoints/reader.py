@@ -8,7 +8,7 @@ back as JSON-like dicts in the protocol's camelCase, ready for the action parser
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,7 +243,11 @@ def _has_struct_column(top: pa.Schema, action: str, path: str) -> bool:
 
 
 def _read_columns(
-    pf: pq.ParquetFile, columns: list[str], action: str, shared: pa.NativeFile | None = None
+    pf: pq.ParquetFile,
+    columns: list[str],
+    action: str,
+    shared: pa.NativeFile | None = None,
+    each: Callable[[pa.Table], pa.Table] | None = None,
 ) -> pa.Table | None:
     """The rows holding ``action``, read batch by batch from the row groups that may hold it.
 
@@ -263,7 +267,7 @@ def _read_columns(
 
         def read(group: int) -> list[pa.Table]:
             own = open_parquet(shared, metadata=meta, pre_buffer=False)
-            return _kept(own, [group], columns, action, threads=False)
+            return _kept(own, [group], columns, action, threads=False, each=each)
 
         try:
             parts = shared_pool("checkpoint-read", READERS).map(read, groups)
@@ -272,24 +276,45 @@ def _read_columns(
         else:
             kept = [t for part in parts for t in part]
     if kept is None:
-        kept = _kept(pf, groups, columns, action, threads=True)
+        kept = _kept(pf, groups, columns, action, threads=True, each=each)
     if not kept:
         return None
     return pa.concat_tables(kept)
 
 
 def _kept(
-    pf: pq.ParquetFile, groups: list[int], columns: list[str], action: str, *, threads: bool
+    pf: pq.ParquetFile,
+    groups: list[int],
+    columns: list[str],
+    action: str,
+    *,
+    threads: bool,
+    each: Callable[[pa.Table], pa.Table] | None = None,
 ) -> list[pa.Table]:
-    """The rows of ``groups`` holding ``action``, one table per batch that has some."""
+    """The rows of ``groups`` holding ``action``, one table per batch that has some.
+
+    ``each``, if given, replaces every batch's table as soon as it is read.
+    """
     kept = []
     for batch in pf.iter_batches(
         batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=threads
     ):
         rows = _valid_rows(batch.column(action))
         if len(rows):
-            kept.append(pa.Table.from_arrays([rows], names=[action]))
+            table = pa.Table.from_arrays([rows], names=[action])
+            kept.append(table if each is None else each(table))
     return kept
+
+
+def _transforming(
+    transform: Callable[[pa.Table], pa.Table], fields: Sequence[str]
+) -> Callable[[pa.Table], pa.Table]:
+    """A batch's ``add`` rows as :func:`_file_table` makes them, then ``transform``."""
+
+    def each(batch: pa.Table) -> pa.Table:
+        return transform(_file_table(batch.column("add"), fields, "add"))
+
+    return each
 
 
 def _read_parquet(
@@ -300,6 +325,7 @@ def _read_parquet(
     out: CheckpointData,
     *,
     file_actions_only: bool = False,
+    add_transform: Callable[[pa.Table], pa.Table] | None = None,
 ) -> None:
     local = store.local_path(path)
     wanted = {"add": add_fields, "remove": remove_fields}
@@ -324,9 +350,16 @@ def _read_parquet(
                     for f in fields
                     if f in kids and not _never_set(pf, groups, leaves.get(f, []))
                 ] or [f"{action}.path" if "path" in kids else action]  # rows, not the values
-                table = _read_columns(pf, columns, action, shared)
+                each = None
+                if action == "add" and add_transform is not None:
+                    each = _transforming(add_transform, fields)
+                table = _read_columns(pf, columns, action, shared, each)
                 if table is not None:
-                    part = _file_table(table.column(action), fields, action)
+                    part = (
+                        table
+                        if each is not None
+                        else _file_table(table.column(action), fields, action)
+                    )
                     (out.adds if action == "add" else out.removes).append(part)
             if file_actions_only:
                 return
@@ -353,6 +386,7 @@ def _read_json(
     add_fields: Sequence[str],
     remove_fields: Sequence[str],
     out: CheckpointData,
+    add_transform: Callable[[pa.Table], pa.Table] | None = None,
 ) -> None:
     try:
         data = store.read(path)
@@ -392,6 +426,8 @@ def _read_json(
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
             raise CheckpointFormatError(f"{path}: invalid {action} rows: {exc}") from exc
         table = pa.Table.from_arrays(arr.flatten(), names=list(fields))
+        if action == "add" and add_transform is not None:
+            table = add_transform(table)
         (out.adds if action == "add" else out.removes).append(table)
 
 
@@ -401,6 +437,7 @@ def read_checkpoint(
     *,
     add_fields: Sequence[str],
     remove_fields: Sequence[str] = (),
+    add_transform: Callable[[pa.Table], pa.Table] | None = None,
 ) -> CheckpointData:
     """Read one checkpoint: all parts of a multi-part one, or a V2 one with its sidecars.
 
@@ -409,6 +446,9 @@ def read_checkpoint(
         paths: The checkpoint's files (one, or every part in order).
         add_fields: Which ``add`` fields to read (camelCase names from the checkpoint schema).
         remove_fields: Which ``remove`` fields to read; empty to skip tombstones.
+        add_transform: Applied to each table of ``add_fields`` as it is read (a batch of a
+            Parquet file, a JSON file's rows): what ``adds`` then holds, so that only the
+            transformed rows are kept (e.g. statistics parsed, not their JSON).
 
     Raises:
         IncompleteCheckpointError: A part or sidecar is missing.
@@ -417,9 +457,9 @@ def read_checkpoint(
     out = CheckpointData()
     for path in paths:
         if path.endswith(".json"):
-            _read_json(store, path, add_fields, remove_fields, out)
+            _read_json(store, path, add_fields, remove_fields, out, add_transform)
         else:
-            _read_parquet(store, path, add_fields, remove_fields, out)
+            _read_parquet(store, path, add_fields, remove_fields, out, add_transform=add_transform)
     sidecars = [body for name, body in out.actions if name == "sidecar"]
     if sidecars:
         log_dir = paths[0].rsplit("/", 1)[0]
@@ -428,5 +468,13 @@ def read_checkpoint(
             if not isinstance(rel, str) or not rel:
                 raise CheckpointFormatError("sidecar action without a path")
             location = rel if "://" in rel else LogStore.join(log_dir, "_sidecars", rel)
-            _read_parquet(store, location, add_fields, remove_fields, out, file_actions_only=True)
+            _read_parquet(
+                store,
+                location,
+                add_fields,
+                remove_fields,
+                out,
+                file_actions_only=True,
+                add_transform=add_transform,
+            )
     return out

@@ -41,7 +41,7 @@ from deltalog.schema import (
     type_to_arrow,
 )
 
-__all__ = ["Leaf", "UnusableParsedStats", "flatten_stats", "stat_leaves"]
+__all__ = ["Leaf", "UnusableParsedStats", "flatten_stats", "stat_leaves", "typed_from_json"]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 _NO_BOUNDS = ("binary", "void", "variant")
@@ -196,12 +196,19 @@ def _bulk_slices(
     parts = []
     for start in range(0, max(len(stats), 1), _SLICE_ROWS):
         rows = stats.slice(start, _SLICE_ROWS)
-        array = rows.combine_chunks() if rows.num_chunks else pa.array([], pa.string())
+        array = _one(rows) if rows.num_chunks else null_array(pa.string(), 0)
         part = _bulk(array, bounded, counted, exact_decimals)
         if part is None:
             return None
         parts.append(part)
     return pa.concat_tables(parts)
+
+
+def _one(column: pa.ChunkedArray) -> pa.Array:
+    """``column.combine_chunks()`` from the decode pool (no copy for one chunk)."""
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return pa.concat_arrays(column.chunks, memory_pool=decode_pool())
 
 
 def _field(array: pa.ChunkedArray | None, path: tuple[str, ...]) -> pa.ChunkedArray | None:
@@ -393,6 +400,47 @@ def _json_columns(
             column = _field(bounds, leaf.physical)
             assert column is not None
             yield f"{prefix}.{leaf.name}", _typed(column, leaf)
+
+
+def typed_from_json(stats: pa.ChunkedArray, leaves: list[Leaf]) -> pa.StructArray:
+    """The ``stats`` JSON of each row as a ``stats_parsed``-shaped struct, typed by ``leaves``.
+
+    ``numRecords``, ``nullCount``, ``minValues`` and ``maxValues`` nest by physical names, as
+    a checkpoint's ``stats_parsed`` does, so :func:`flatten_stats` reads either alike. Every row
+    is valid; a file without statistics has null fields.
+    """
+    columns = dict(_json_columns(stats, leaves))
+
+    def array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+        if isinstance(column, pa.ChunkedArray):
+            return _one(column) if column.num_chunks else null_array(column.type, 0)
+        return column
+
+    def nest(prefix: str, chosen: list[Leaf]) -> pa.StructArray:
+        tree: dict[str, Any] = {}
+        for leaf in chosen:
+            node = tree
+            for key in leaf.physical[:-1]:
+                node = node.setdefault(key, {})
+            node[leaf.physical[-1]] = array(columns[f"{prefix}.{leaf.name}"])
+
+        def build(node: dict[str, Any]) -> pa.StructArray:
+            children = [build(v) if isinstance(v, dict) else v for v in node.values()]
+            return pa.StructArray.from_arrays(children, names=list(node))
+
+        return build(tree)
+
+    names, children = ["numRecords"], [array(columns["num_records"])]
+    bounded = [leaf for leaf in leaves if leaf.bounds]
+    for name, prefix, chosen in (
+        ("nullCount", "null_count", leaves),
+        ("minValues", "min", bounded),
+        ("maxValues", "max", bounded),
+    ):
+        if chosen:
+            names.append(name)
+            children.append(nest(prefix, chosen))
+    return pa.StructArray.from_arrays(children, names=names)
 
 
 def flatten_stats(

@@ -30,11 +30,11 @@ from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.nulls import null_array
 from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.errors import InvalidSchemaError
-from deltalog.file_stats import stat_leaves
+from deltalog.file_stats import stat_leaves, typed_from_json
 from deltalog.logstores import LogStore, LogStoreError
 from deltalog.schema import PrimitiveType, StructType
 
-__all__ = ["aligned", "fill_json", "parsed_stats_loader", "stats_json"]
+__all__ = ["aligned", "fill_json", "json_typed_loader", "parsed_stats_loader", "stats_json"]
 
 #: The add field delta-spark writes typed statistics to.
 FIELD = "stats_parsed"
@@ -64,6 +64,49 @@ def parsed_stats_loader(
                     return None
                 loaded.append(None if found is None else _as_table_types(found, schema_string))
             return loaded[0]
+
+    return load
+
+
+def json_typed_loader(
+    store: LogStore, paths: Sequence[str], rows: int
+) -> Callable[[str, tuple[str, ...]], pa.ChunkedArray | None]:
+    """Typed statistics of a checkpoint without ``stats_parsed``, parsed from its JSON.
+
+    The loader takes the schema string and partition columns the statistics are typed by, and
+    keeps one answer per schema. Each batch of the checkpoint's ``add.stats`` is parsed as soon
+    as it is read and its JSON dropped, so a million files' statistics (~180 MiB of JSON) never
+    sit in memory beside their typed form (~80 MiB); later filters reuse the answer. It
+    returns ``None`` when the checkpoint cannot be read (the caller parses the JSON itself).
+    """
+    kept: dict[tuple[str, tuple[str, ...]], pa.ChunkedArray | None] = {}
+    lock = threading.Lock()
+
+    def load(schema_string: str, partition_columns: tuple[str, ...]) -> pa.ChunkedArray | None:
+        key = (schema_string, partition_columns)
+        with lock:
+            if key not in kept:
+                try:
+                    leaves = stat_leaves(
+                        StructType.from_json_string(schema_string), partition_columns
+                    )
+                except (InvalidSchemaError, ValueError):
+                    return None
+
+                def typed(table: pa.Table) -> pa.Table:
+                    return pa.table({"typed": typed_from_json(table.column("stats"), leaves)})
+
+                try:
+                    data = read_checkpoint(store, paths, add_fields=("stats",), add_transform=typed)
+                except (LogStoreError, OSError):
+                    return None  # not kept: a later call tries again
+                except (CheckpointError, KeyError, ValueError, TypeError, pa.ArrowException):
+                    kept[key] = None
+                else:
+                    chunks = [c for t in data.adds for c in t.column("typed").chunks]
+                    found = pa.chunked_array(chunks) if chunks else None
+                    kept[key] = found if found is not None and len(found) == rows else None
+            return kept[key]
 
     return load
 

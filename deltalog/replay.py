@@ -61,7 +61,7 @@ from deltalog.file_actions import (
     snake,
 )
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.parsed_stats import fill_json, parsed_stats_loader
+from deltalog.parsed_stats import fill_json, json_typed_loader, parsed_stats_loader
 from deltalog.paths import parse_log_name
 from deltalog.segment import LISTING_ATTEMPTS, LogListing, LogSegment, build_segment, list_log
 from deltalog.snapshot import Snapshot
@@ -220,7 +220,13 @@ def _with_row_numbers(files: pa.Table) -> pa.Table:
 
 def _load_checkpoint(
     storage: TableStorage, segment: LogSegment, state: _State
-) -> tuple[pa.Table, pa.Table, Callable[[], pa.ChunkedArray], Callable[[], pa.ChunkedArray | None]]:
+) -> tuple[
+    pa.Table,
+    pa.Table,
+    Callable[[], pa.ChunkedArray],
+    Callable[[], pa.ChunkedArray | None],
+    Callable[[str, tuple[str, ...]], pa.ChunkedArray | None],
+]:
     assert segment.checkpoint is not None
     paths = [f.path for f in segment.checkpoint.files]
     with storage_errors(f"cannot read checkpoint {segment.checkpoint.version}"):
@@ -254,6 +260,7 @@ def _load_checkpoint(
         pa.concat_tables(tombstones) if tombstones else empty_table(TOMBSTONES_SCHEMA),
         _stats_loader(storage, paths, adds, parsed),
         parsed,
+        json_typed_loader(storage.store, paths, adds.num_rows),
     )
 
 
@@ -362,9 +369,11 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         UnsupportedFeatureError: The protocol needs a reader feature deltalog lacks.
     """
     state = _State()
-    loader = parsed = None
+    loader = parsed = typed = None
     if segment.checkpoint is not None:
-        base_files, base_tombstones, loader, parsed = _load_checkpoint(storage, segment, state)
+        base_files, base_tombstones, loader, parsed, typed = _load_checkpoint(
+            storage, segment, state
+        )
     else:
         base_files, base_tombstones = empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA)
     _apply_commits(storage, segment, state)
@@ -399,6 +408,7 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         checkpoint_version=segment.checkpoint.version if segment.checkpoint else None,
         stats_loader=loader,
         parsed_stats_loader=parsed,
+        json_typed_loader=typed,
     )
 
 
@@ -496,4 +506,5 @@ def advance(snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], i
         checkpoint_version=snapshot.checkpoint_version,
         stats_loader=snapshot.stats_loader,
         parsed_stats_loader=snapshot.parsed_stats_loader,
+        json_typed_loader=snapshot.json_typed_loader,
     )

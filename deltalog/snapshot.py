@@ -39,6 +39,8 @@ class Snapshot:
             first time a caller asks for statistics.
         parsed_stats_loader: Reads the checkpoint's typed ``add.stats_parsed``, in checkpoint
             row order (``None`` from it when the checkpoint has none).
+        json_typed_loader: Parses the checkpoint's JSON statistics into the same typed form,
+            for a schema string and partition columns (kept per schema).
     """
 
     version: int
@@ -51,6 +53,7 @@ class Snapshot:
     checkpoint_version: int | None = None
     stats_loader: Callable[[], pa.ChunkedArray] | None = None
     parsed_stats_loader: Callable[[], pa.ChunkedArray | None] | None = None
+    json_typed_loader: Callable[[str, tuple[str, ...]], pa.ChunkedArray | None] | None = None
 
     @property
     def raw_files(self) -> pa.Table:
@@ -108,6 +111,23 @@ class Snapshot:
             return None
         parsed = self.parsed_stats_loader()
         return None if parsed is None else aligned(parsed, raw.column("_cp_row"))
+
+    def typed_stats(self) -> pa.ChunkedArray | None:
+        """Typed statistics of the checkpoint's files, one row per live file.
+
+        The checkpoint's ``stats_parsed`` (:meth:`parsed_stats`) where it has them, else its
+        JSON statistics parsed once and kept (the JSON itself is not kept). Null for files
+        added since the checkpoint; ``None`` without a checkpoint.
+        """
+        parsed = self.parsed_stats()
+        raw = self.raw_files
+        if parsed is not None or self.json_typed_loader is None:
+            return parsed
+        if "_cp_row" not in raw.column_names:
+            return None
+        partition_columns = tuple(self.metadata.partition_columns)
+        typed = self.json_typed_loader(self.metadata.schema_string or "", partition_columns)
+        return None if typed is None else aligned(typed, raw.column("_cp_row"))
 
     def typed_for_every_checkpoint_row(self, parsed: pa.ChunkedArray) -> bool:
         """Whether ``parsed`` (:meth:`parsed_stats`) has a struct for every checkpoint row.

@@ -269,9 +269,10 @@ class DeltaTable:
             return snap.files if with_stats else snap.files_without_stats()
         predicate = None if filter is None else as_predicate(filter)
         on_partitions = predicate is not None and predicate.columns() <= set(snap.partition_columns)
-        # Typed statistics come from the checkpoint's stats_parsed where it has them (its JSON
-        # is then not read unless asked for); a partition predicate needs no statistics.
-        parsed = None if on_partitions and not flatten_stats else snap.parsed_stats()
+        # Typed statistics of the checkpoint's files come from its stats_parsed, else from its
+        # JSON parsed once per snapshot chain (the JSON is then not kept unless asked for); a
+        # partition predicate needs no statistics.
+        parsed = None if on_partitions and not flatten_stats else snap.typed_stats()
         try:
             return self._files(with_stats, predicate, flatten_stats, on_partitions, parsed)
         except UnusableParsedStats:

@@ -376,3 +376,35 @@ def test_mapped_partitioned_table_with_one_row_group_checkpoint(tmp_path: Path) 
     flat = fresh.files(flatten_stats=True)
     assert flat.column("partition.p").to_pylist() == ["0", "1"]
     assert flat.column("min.id").to_pylist() == [0, 1]
+
+
+def test_json_statistics_are_typed_once_and_their_json_not_kept(
+    plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without stats_parsed, typed statistics parse the checkpoint's JSON batch by batch."""
+    import deltalog.parsed_stats as ps
+    from deltalog.file_stats import flatten_stats
+    from deltalog.predicates import as_predicate
+    from deltalog.skipping import prune_files
+
+    reads: list[object] = []
+    real = ps.read_checkpoint
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(kwargs.get("add_transform"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ps, "read_checkpoint", counted)
+    t = DeltaTable(str(plain))
+    snap = t.snapshot
+    flat = t.files(with_stats=False, flatten_stats=True)
+    assert "files" not in snap.__dict__  # the JSON statistics were not materialised
+    for predicate in PREDICATES:
+        t.files(filter=predicate, with_stats=False)
+    assert sum(r is not None for r in reads) == 1  # parsed once, reused by every filter
+    # the same answers as parsing the JSON of the listed files
+    reference = flatten_stats(snap.files, snap.schema, snap.partition_columns)
+    assert flat.equals(reference.drop_columns(["stats"]))
+    for predicate in PREDICATES:
+        expected = prune_files(snap.files, as_predicate(predicate), snap.schema, ["p"])
+        assert _paths(plain, predicate) == sorted(expected.column("path").to_pylist())
