@@ -431,24 +431,20 @@ def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
         )
     if "cp_big" in needed:
         out["cp_big"] = checkpoint_table(data, 1_000_000 // k)
-    if "cp_big_struct" in needed:
-        big = 1_000_000 // k
-        source = checkpoint_table(data, big)
-        out["cp_big_struct"] = ensure(
-            data,
-            f"cp_n{big}_struct",
-            {"n": big, "generator": br.GENERATOR_VERSION},
-            lambda t: write_struct_stats_table(source, t),
-        )
-    if "cp_big_v2" in needed:
-        big = 1_000_000 // k
-        source = checkpoint_table(data, big)
-        out["cp_big_v2"] = ensure(
-            data,
-            f"cp_n{big}_v2",
-            {"n": big, "generator": br.GENERATOR_VERSION},
-            lambda t: write_v2_table(source, t),
-        )
+    derived = {
+        "cp_big_struct": ("struct", write_struct_stats_table),
+        "cp_big_v2": ("v2", write_v2_table),
+    }
+    for key, (suffix, write) in derived.items():  # copies of cp_big, rewritten
+        if key in needed:
+            big = 1_000_000 // k
+            source = checkpoint_table(data, big)
+            out[key] = ensure(
+                data,
+                f"cp_n{big}_{suffix}",
+                {"n": big, "generator": br.GENERATOR_VERSION},
+                lambda t, write=write, source=source: write(source, t),
+            )
     if "cp_small" in needed:
         out["cp_small"] = checkpoint_table(data, 1000)
     return out

@@ -34,7 +34,14 @@ from deltalog.file_stats import stat_leaves, typed_from_json
 from deltalog.logstores import LogStore, LogStoreError
 from deltalog.schema import PrimitiveType, StructType
 
-__all__ = ["aligned", "fill_json", "json_typed_loader", "parsed_stats_loader", "stats_json"]
+__all__ = [
+    "aligned",
+    "checkpoint_rows_first",
+    "fill_json",
+    "json_typed_loader",
+    "parsed_stats_loader",
+    "stats_json",
+]
 
 #: The add field delta-spark writes typed statistics to.
 FIELD = "stats_parsed"
@@ -240,20 +247,29 @@ def _text(value: Any, t: pa.DataType) -> str | None:
     return None  # binaries, lists: statistics never hold them
 
 
+def checkpoint_rows_first(cp_row: pa.ChunkedArray, rows: int) -> bool:
+    """Whether all ``rows`` checkpoint rows are live and come first, in checkpoint order.
+
+    ``cp_row`` numbers each live file's row in the checkpoint (null for files added since).
+    Then a column read from the checkpoint lines up with the live files as it is.
+    """
+    m = len(cp_row) - cp_row.null_count
+    head = cp_row.slice(0, m)
+    return bool(
+        m == rows
+        and head.null_count == 0
+        and (m == 0 or (pc.min(head).as_py() == 0 and pc.max(head).as_py() == m - 1))
+    )
+
+
 def aligned(parsed: pa.ChunkedArray, cp_row: pa.ChunkedArray) -> pa.ChunkedArray:
     """``parsed`` in the order of the live files, null for rows not from the checkpoint.
 
     When the checkpoint's rows are all live and come first, in order (the usual layout), the
     column is reused without a copy.
     """
-    m = len(cp_row) - cp_row.null_count
-    head = cp_row.slice(0, m)
-    if (
-        m == len(parsed)
-        and head.null_count == 0
-        and (m == 0 or (pc.min(head).as_py() == 0 and pc.max(head).as_py() == m - 1))
-    ):
-        tail = len(cp_row) - m
+    if checkpoint_rows_first(cp_row, len(parsed)):
+        tail = cp_row.null_count
         chunks = [*parsed.chunks, *([null_array(parsed.type, tail)] if tail else [])]
         return pa.chunked_array(chunks, type=parsed.type)
     return parsed.take(cp_row)

@@ -13,7 +13,7 @@ from deltalog.actions import DomainMetadata, Metadata, Protocol, Txn
 from deltalog.errors import InvalidSchemaError, UnsupportedFeatureError
 from deltalog.features import check_writable
 from deltalog.file_actions import PendingFiles
-from deltalog.parsed_stats import aligned
+from deltalog.parsed_stats import aligned, checkpoint_rows_first
 from deltalog.schema import StructType
 
 
@@ -195,13 +195,7 @@ def _fill_stats(
     Usually every checkpoint row is still live and in order, followed by rows from commits: then
     the checkpoint column is reused as it is, without a copy.
     """
-    m = len(cp_row) - cp_row.null_count
-    head = cp_row.slice(0, m)
-    if (
-        m == len(from_checkpoint)
-        and head.null_count == 0
-        and (m == 0 or (pc.min(head).as_py() == 0 and pc.max(head).as_py() == m - 1))
-    ):
-        chunks = [*from_checkpoint.chunks, *stats.slice(m).chunks]
+    if checkpoint_rows_first(cp_row, len(from_checkpoint)):
+        chunks = [*from_checkpoint.chunks, *stats.slice(len(from_checkpoint)).chunks]
         return pa.chunked_array(chunks, type=pa.string())
     return pc.coalesce(stats, from_checkpoint.take(cp_row))
