@@ -46,6 +46,7 @@ __all__ = ["Leaf", "UnusableParsedStats", "flatten_stats", "stat_leaves", "typed
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 _NO_BOUNDS = ("binary", "void", "variant")
 _AS_TEXT = ("date", "timestamp", "timestamp_ntz", "string")
+_INT_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
 
 
 class UnusableParsedStats(Exception):
@@ -250,8 +251,9 @@ def _convert(value: Any, leaf: Leaf) -> Any:
         assert isinstance(t, PrimitiveType)
         if t.name in ("float", "double"):
             return float(value)
-        if t.name in ("byte", "short", "integer", "long"):
-            return int(value) if isinstance(value, int) else None
+        if t.name in _INT_BITS:
+            bound = 1 << (_INT_BITS[t.name] - 1)
+            return value if isinstance(value, int) and -bound <= value < bound else None
         if t.name == "string":
             return value if isinstance(value, str) else None
         if t.name == "date":
@@ -301,7 +303,10 @@ def _slow(stats: pa.Array, bounded: list[Leaf], counted: list[Leaf]) -> pa.Table
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A count, ``None`` unless an integer that fits int64."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if -(1 << 63) <= value < 1 << 63 else None
 
 
 def _columns(
@@ -316,17 +321,19 @@ def _columns(
         yield from _json_columns(stats, leaves)
         return
     try:
-        typed = dict(_from_parsed(parsed, leaves))
+        # A list: two leaves can share a dotted name (a column "a.b" and a struct a's b).
+        typed = list(_from_parsed(parsed, leaves))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise UnusableParsedStats(str(exc)) from exc
     no_json = null_array(pa.string(), 1)[0]  # pa.scalar(None) would import pandas
     pool = decode_pool()
     rest = pc.if_else(pc.is_valid(parsed, memory_pool=pool), no_json, stats, memory_pool=pool)
     if rest.null_count == len(rest):
-        yield from typed.items()
+        yield from typed
         return
-    for name, column in _json_columns(rest, leaves):
-        yield name, pc.coalesce(typed[name], column, memory_pool=pool)
+    # Both yield the same columns in the same order.
+    for (name, column), (_, from_json) in zip(typed, _json_columns(rest, leaves), strict=True):
+        yield name, pc.coalesce(column, from_json, memory_pool=pool)
 
 
 def _from_parsed(
@@ -386,13 +393,21 @@ def _json_columns(
             for leaf in bounded:
                 yield f"{prefix}.{leaf.name}", slow.column(f"{kind}.{leaf.name}").combine_chunks()
         return
+    yield from _bulk_columns(table, leaves, len(stats))
+
+
+def _bulk_columns(
+    table: pa.Table, leaves: list[Leaf], n: int
+) -> Iterator[tuple[str, pa.Array | pa.ChunkedArray]]:
+    """The flattened columns of a :func:`_bulk` table: num_records, null counts, mins, maxes."""
+    bounded = [leaf for leaf in leaves if leaf.bounds]
     yield "num_records", table.column("numRecords")
     counts = table.column("nullCount") if leaves else None
     for leaf in leaves:
         column = _field(counts, leaf.physical)
         yield (
             f"null_count.{leaf.name}",
-            column if column is not None else null_array(pa.int64(), len(stats)),
+            column if column is not None else null_array(pa.int64(), n),
         )
     for kind, prefix in (("minValues", "min"), ("maxValues", "max")):
         bounds = table.column(kind) if bounded else None
@@ -408,21 +423,33 @@ def typed_from_json(stats: pa.ChunkedArray, leaves: list[Leaf]) -> pa.StructArra
     ``numRecords``, ``nullCount``, ``minValues`` and ``maxValues`` nest by physical names, as
     a checkpoint's ``stats_parsed`` does, so :func:`flatten_stats` reads either alike. Every row
     is valid; a file without statistics has null fields.
+
+    Raises:
+        UnusableParsedStats: Some row needs one of the lossy fallbacks (decimals read as
+            doubles, the row-by-row parse), which would apply to every column of the batch:
+            the caller parses only the columns it needs instead, as before.
     """
-    columns = dict(_json_columns(stats, leaves))
+    bounded = [leaf for leaf in leaves if leaf.bounds]
+    try:
+        table = _bulk_slices(stats, bounded, leaves, exact_decimals=True)
+    except ArithmeticError as exc:  # an integer out of range
+        raise UnusableParsedStats(str(exc)) from exc
+    if table is None:
+        raise UnusableParsedStats("statistics that only the lossy fallbacks parse")
+    columns = iter(_bulk_columns(table, leaves, len(stats)))
 
     def array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
         if isinstance(column, pa.ChunkedArray):
             return _one(column) if column.num_chunks else null_array(column.type, 0)
         return column
 
-    def nest(prefix: str, chosen: list[Leaf]) -> pa.StructArray:
+    def nest(chosen: list[Leaf]) -> pa.StructArray:
         tree: dict[str, Any] = {}
-        for leaf in chosen:
+        for leaf in chosen:  # in the order _bulk_columns yields them
             node = tree
             for key in leaf.physical[:-1]:
                 node = node.setdefault(key, {})
-            node[leaf.physical[-1]] = array(columns[f"{prefix}.{leaf.name}"])
+            node[leaf.physical[-1]] = array(next(columns)[1])
 
         def build(node: dict[str, Any]) -> pa.StructArray:
             children = [build(v) if isinstance(v, dict) else v for v in node.values()]
@@ -430,16 +457,14 @@ def typed_from_json(stats: pa.ChunkedArray, leaves: list[Leaf]) -> pa.StructArra
 
         return build(tree)
 
-    names, children = ["numRecords"], [array(columns["num_records"])]
-    bounded = [leaf for leaf in leaves if leaf.bounds]
-    for name, prefix, chosen in (
-        ("nullCount", "null_count", leaves),
-        ("minValues", "min", bounded),
-        ("maxValues", "max", bounded),
-    ):
-        if chosen:
-            names.append(name)
-            children.append(nest(prefix, chosen))
+    try:
+        names, children = ["numRecords"], [array(next(columns)[1])]
+        for name, chosen in (("nullCount", leaves), ("minValues", bounded), ("maxValues", bounded)):
+            if chosen:
+                names.append(name)
+                children.append(nest(chosen))
+    except (ArithmeticError, pa.ArrowException) as exc:  # a bound its type cannot hold
+        raise UnusableParsedStats(str(exc)) from exc
     return pa.StructArray.from_arrays(children, names=names)
 
 

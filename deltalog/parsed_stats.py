@@ -30,7 +30,7 @@ from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.nulls import null_array
 from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.errors import InvalidSchemaError
-from deltalog.file_stats import stat_leaves, typed_from_json
+from deltalog.file_stats import UnusableParsedStats, stat_leaves, typed_from_json
 from deltalog.logstores import LogStore, LogStoreError
 from deltalog.schema import PrimitiveType, StructType
 
@@ -77,43 +77,57 @@ def parsed_stats_loader(
 
 def json_typed_loader(
     store: LogStore, paths: Sequence[str], rows: int
-) -> Callable[[str, tuple[str, ...]], pa.ChunkedArray | None]:
+) -> Callable[[str, tuple[str, ...], bool], pa.ChunkedArray | None]:
     """Typed statistics of a checkpoint without ``stats_parsed``, parsed from its JSON.
 
     The loader takes the schema string and partition columns the statistics are typed by, and
-    keeps one answer per schema. Each batch of the checkpoint's ``add.stats`` is parsed as soon
-    as it is read and its JSON dropped, so a million files' statistics (~180 MiB of JSON) never
-    sit in memory beside their typed form (~80 MiB); later filters reuse the answer. It
-    returns ``None`` when the checkpoint cannot be read (the caller parses the JSON itself).
+    whether to build them (else only an answer already kept is returned); it keeps the answer
+    for the latest schema asked for. Each batch of the checkpoint's ``add.stats`` is parsed as
+    soon as it is read and its JSON dropped, so a million files' statistics (~180 MiB of JSON)
+    never sit in memory beside their typed form (~80 MiB), and later calls reuse them. It
+    returns ``None`` when the checkpoint cannot be read or some statistics need a lossy
+    fallback (:func:`deltalog.file_stats.typed_from_json`): the caller then parses the JSON of
+    the columns it needs itself.
     """
     kept: dict[tuple[str, tuple[str, ...]], pa.ChunkedArray | None] = {}
     lock = threading.Lock()
 
-    def load(schema_string: str, partition_columns: tuple[str, ...]) -> pa.ChunkedArray | None:
+    def load(
+        schema_string: str, partition_columns: tuple[str, ...], build: bool
+    ) -> pa.ChunkedArray | None:
         key = (schema_string, partition_columns)
         with lock:
-            if key not in kept:
-                try:
-                    leaves = stat_leaves(
-                        StructType.from_json_string(schema_string), partition_columns
-                    )
-                except (InvalidSchemaError, ValueError):
-                    return None
+            if key in kept or not build:
+                return kept.get(key)
+            try:
+                leaves = stat_leaves(StructType.from_json_string(schema_string), partition_columns)
+            except (InvalidSchemaError, ValueError):
+                return None
 
-                def typed(table: pa.Table) -> pa.Table:
-                    return pa.table({"typed": typed_from_json(table.column("stats"), leaves)})
+            def typed(table: pa.Table) -> pa.Table:
+                return pa.table({"typed": typed_from_json(table.column("stats"), leaves)})
 
-                try:
-                    data = read_checkpoint(store, paths, add_fields=("stats",), add_transform=typed)
-                except (LogStoreError, OSError):
-                    return None  # not kept: a later call tries again
-                except (CheckpointError, KeyError, ValueError, TypeError, pa.ArrowException):
-                    kept[key] = None
-                else:
-                    chunks = [c for t in data.adds for c in t.column("typed").chunks]
-                    found = pa.chunked_array(chunks) if chunks else None
-                    kept[key] = found if found is not None and len(found) == rows else None
-            return kept[key]
+            try:
+                data = read_checkpoint(store, paths, add_fields=("stats",), add_transform=typed)
+            except (LogStoreError, OSError):
+                return None  # not kept: a later call tries again
+            except (
+                UnusableParsedStats,
+                CheckpointError,
+                ArithmeticError,
+                ValueError,
+                KeyError,
+                TypeError,
+                pa.ArrowException,
+            ):
+                found = None
+            else:
+                chunks = [c for t in data.adds for c in t.column("typed").chunks]
+                found = pa.chunked_array(chunks) if chunks else None
+                found = found if found is not None and len(found) == rows else None
+            kept.clear()  # one schema's answer at a time: a writer's chain may change schemas
+            kept[key] = found
+            return found
 
     return load
 

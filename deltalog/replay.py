@@ -225,7 +225,7 @@ def _load_checkpoint(
     pa.Table,
     Callable[[], pa.ChunkedArray],
     Callable[[], pa.ChunkedArray | None],
-    Callable[[str, tuple[str, ...]], pa.ChunkedArray | None],
+    Callable[[str, tuple[str, ...], bool], pa.ChunkedArray | None],
 ]:
     assert segment.checkpoint is not None
     paths = [f.path for f in segment.checkpoint.files]

@@ -53,7 +53,7 @@ class Snapshot:
     checkpoint_version: int | None = None
     stats_loader: Callable[[], pa.ChunkedArray] | None = None
     parsed_stats_loader: Callable[[], pa.ChunkedArray | None] | None = None
-    json_typed_loader: Callable[[str, tuple[str, ...]], pa.ChunkedArray | None] | None = None
+    json_typed_loader: Callable[[str, tuple[str, ...], bool], pa.ChunkedArray | None] | None = None
 
     @property
     def raw_files(self) -> pa.Table:
@@ -112,12 +112,13 @@ class Snapshot:
         parsed = self.parsed_stats_loader()
         return None if parsed is None else aligned(parsed, raw.column("_cp_row"))
 
-    def typed_stats(self) -> pa.ChunkedArray | None:
+    def typed_stats(self, *, build: bool = True) -> pa.ChunkedArray | None:
         """Typed statistics of the checkpoint's files, one row per live file.
 
         The checkpoint's ``stats_parsed`` (:meth:`parsed_stats`) where it has them, else its
-        JSON statistics parsed once and kept (the JSON itself is not kept). Null for files
-        added since the checkpoint; ``None`` without a checkpoint.
+        JSON statistics parsed once and kept (the JSON itself is not kept); with
+        ``build=False`` only if they were parsed already. Null for files added since the
+        checkpoint; ``None`` without a checkpoint.
         """
         parsed = self.parsed_stats()
         raw = self.raw_files
@@ -126,7 +127,8 @@ class Snapshot:
         if "_cp_row" not in raw.column_names:
             return None
         partition_columns = tuple(self.metadata.partition_columns)
-        typed = self.json_typed_loader(self.metadata.schema_string or "", partition_columns)
+        schema = self.metadata.schema_string or ""
+        typed = self.json_typed_loader(schema, partition_columns, build)
         return None if typed is None else aligned(typed, raw.column("_cp_row"))
 
     def typed_for_every_checkpoint_row(self, parsed: pa.ChunkedArray) -> bool:

@@ -268,11 +268,19 @@ class DeltaTable:
         if filter is None and not flatten_stats:
             return snap.files if with_stats else snap.files_without_stats()
         predicate = None if filter is None else as_predicate(filter)
+        if predicate is not None:
+            unknown = sorted(predicate.columns() - set(snap.schema.names))
+            if unknown:
+                raise InvalidPredicateError(
+                    f"the table has no column(s) {unknown} (columns: {snap.schema.names})"
+                )
         on_partitions = predicate is not None and predicate.columns() <= set(snap.partition_columns)
         # Typed statistics of the checkpoint's files come from its stats_parsed, else from its
-        # JSON parsed once per snapshot chain (the JSON is then not kept unless asked for); a
-        # partition predicate needs no statistics.
-        parsed = None if on_partitions and not flatten_stats else snap.typed_stats()
+        # JSON, parsed whole for flatten_stats and kept for later calls (a filter alone parses
+        # only its columns); a partition predicate needs no statistics.
+        parsed = (
+            None if on_partitions and not flatten_stats else snap.typed_stats(build=flatten_stats)
+        )
         try:
             return self._files(with_stats, predicate, flatten_stats, on_partitions, parsed)
         except UnusableParsedStats:
@@ -296,11 +304,6 @@ class DeltaTable:
         else:
             files = snap.files_without_stats()
         if predicate is not None:
-            unknown = sorted(predicate.columns() - set(snap.schema.names))
-            if unknown:
-                raise InvalidPredicateError(
-                    f"the table has no column(s) {unknown} (columns: {snap.schema.names})"
-                )
             typed = None if on_partitions else parsed
             keep = prune_mask(files, predicate, snap.schema, snap.partition_columns, typed)
             files = files.filter(keep)

@@ -408,3 +408,63 @@ def test_json_statistics_are_typed_once_and_their_json_not_kept(
     for predicate in PREDICATES:
         expected = prune_files(snap.files, as_predicate(predicate), snap.schema, ["p"])
         assert _paths(plain, predicate) == sorted(expected.column("path").to_pylist())
+
+
+def _logged(root: Path, schema: pa.Schema, stats: dict[str, str]) -> DeltaTable:
+    """A table whose files (not on disk) carry these statistics, then a checkpoint."""
+    from deltalog import AddFile
+
+    t = DeltaTable.create(str(root), schema)
+    with t.transaction() as tx:
+        tx.add(
+            [
+                AddFile(
+                    path=p,
+                    partition_values={},
+                    size=1,
+                    modification_time=1,
+                    data_change=True,
+                    stats=s,
+                )
+                for p, s in stats.items()
+            ]
+        )
+    t.checkpoint()
+    return DeltaTable(str(root))
+
+
+def test_statistics_only_a_lossy_fallback_parses_do_not_spoil_other_columns(
+    tmp_path: Path,
+) -> None:
+    """A NaN bound (as Spark logs it) in one file must not route an exact 38-digit decimal of
+    another file through a double: a filter on it would then drop the file holding it."""
+    exact = "1234567890123456789.12"
+    t = _logged(
+        tmp_path,
+        pa.schema([("y", pa.decimal128(38, 2)), ("d", pa.float64()), ("b", pa.int64())]),
+        {
+            "a.parquet": f'{{"numRecords":1,"minValues":{{"y":{exact},"d":1.0}},'
+            f'"maxValues":{{"y":{exact},"d":1.0}},"nullCount":{{"y":0,"d":0}}}}',
+            "b.parquet": '{"numRecords":1,"minValues":{"d":"NaN","b":1},'
+            '"maxValues":{"d":"NaN","b":1180591620717411303424},"nullCount":{"d":0}}',
+        },
+    )
+    t.files(flatten_stats=True)  # typed statistics asked for first: kept for the filters
+    kept = t.files(filter=f"y = {exact}").column("path").to_pylist()
+    assert kept == ["a.parquet", "b.parquet"]  # b has no bound for y: kept
+    assert t.files(filter="b = 1").column("path").to_pylist() == ["a.parquet", "b.parquet"]
+
+
+def test_a_column_named_like_a_nested_field(tmp_path: Path) -> None:
+    """A top-level column "a.b" and a struct a's field b are two leaves with one dotted name."""
+    schema = pa.schema([("a.b", pa.int64()), ("a", pa.struct([("b", pa.int64())]))])
+    stats = (
+        '{"numRecords":1,"minValues":{"a.b":1,"a":{"b":100}},'
+        '"maxValues":{"a.b":1,"a":{"b":100}},"nullCount":{"a.b":0,"a":{"b":0}}}'
+    )
+    t = _logged(tmp_path, schema, {"f.parquet": stats})
+    flat = t.files(with_stats=False, flatten_stats=True)
+    mins = [flat.column(i).to_pylist() for i, n in enumerate(flat.column_names) if n == "min.a.b"]
+    assert mins == [[1], [100]]
+    assert t.files(filter="`a.b` = 1").num_rows == 1
+    assert t.files(filter="`a.b` > 50").num_rows == 0
