@@ -317,6 +317,18 @@ def _transforming(
     return each
 
 
+def _row_marker(action: str, kids: dict[str, pa.DataType]) -> str:
+    """The cheapest column that is set exactly on ``action``'s rows.
+
+    ``size`` (8 bytes a row) where the file has it, else ``path``; both are required fields of
+    file actions. The whole struct only for a file that has neither.
+    """
+    for name in ("size", "path"):
+        if name in kids:
+            return f"{action}.{name}"
+    return action
+
+
 def _read_parquet(
     store: LogStore,
     path: str,
@@ -349,7 +361,7 @@ def _read_parquet(
                     f"{action}.{f}"
                     for f in fields
                     if f in kids and not _never_set(pf, groups, leaves.get(f, []))
-                ] or [f"{action}.path" if "path" in kids else action]  # rows, not the values
+                ] or [_row_marker(action, kids)]  # which rows hold the action, no values
                 each = None
                 if action == "add" and add_transform is not None:
                     each = _transforming(add_transform, fields)

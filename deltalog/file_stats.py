@@ -20,7 +20,7 @@ import datetime as dt
 import decimal
 import functools
 import json
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,21 +121,26 @@ def _json_type(leaf: Leaf, exact_decimals: bool = True) -> pa.DataType:
     return pa.int64()
 
 
-def _nested(leaves: Sequence[Leaf], leaf_type: Any) -> pa.DataType:
-    """A struct type nesting ``leaf_type(leaf)`` at each leaf's physical path."""
+def _tree(leaves: Sequence[Leaf], value: Callable[[Leaf], Any]) -> dict[str, Any]:
+    """``value(leaf)`` at each leaf's physical path, in nested dicts (called in leaf order)."""
     tree: dict[str, Any] = {}
     for leaf in leaves:
         node = tree
         for key in leaf.physical[:-1]:
             node = node.setdefault(key, {})
-        node[leaf.physical[-1]] = leaf_type(leaf)
+        node[leaf.physical[-1]] = value(leaf)
+    return tree
+
+
+def _nested(leaves: Sequence[Leaf], leaf_type: Callable[[Leaf], pa.DataType]) -> pa.DataType:
+    """A struct type nesting ``leaf_type(leaf)`` at each leaf's physical path."""
 
     def build(node: dict[str, Any]) -> pa.DataType:
         return pa.struct(
             [pa.field(k, build(v) if isinstance(v, dict) else v) for k, v in node.items()]
         )
 
-    return build(tree)
+    return build(_tree(leaves, leaf_type))
 
 
 def _lines(stats: pa.Array) -> pa.Buffer:
@@ -343,33 +348,19 @@ def _from_parsed(
     n = len(parsed)
     pool = decode_pool()
 
-    def child(array: pa.ChunkedArray | None, name: str) -> pa.ChunkedArray | None:
-        if array is None or not pa.types.is_struct(array.type):
-            return None
-        index = array.type.get_field_index(name)
-        return None if index < 0 else pc.struct_field(array, [index], memory_pool=pool)
-
-    def leaf_of(kind: str, leaf: Leaf, target: pa.DataType) -> pa.ChunkedArray:
-        column = child(parsed, kind)
-        for key in leaf.physical:
-            column = child(column, key) if column is not None else None
+    def at(path: tuple[str, ...], target: pa.DataType) -> pa.ChunkedArray:
+        column = _field(parsed, path)
         if column is None:
             return pa.chunked_array([null_array(target, n)], type=target)
         return column if column.type == target else pc.cast(column, target, memory_pool=pool)
 
-    records = child(parsed, "numRecords")
-    yield (
-        "num_records",
-        pc.cast(records, pa.int64(), memory_pool=pool)
-        if records is not None
-        else pa.chunked_array([null_array(pa.int64(), n)], type=pa.int64()),
-    )
+    yield "num_records", at(("numRecords",), pa.int64())
     for leaf in leaves:
-        yield f"null_count.{leaf.name}", leaf_of("nullCount", leaf, pa.int64())
+        yield f"null_count.{leaf.name}", at(("nullCount", *leaf.physical), pa.int64())
     for kind, prefix in (("minValues", "min"), ("maxValues", "max")):
         for leaf in leaves:
             if leaf.bounds:
-                yield f"{prefix}.{leaf.name}", leaf_of(kind, leaf, leaf.arrow_type)
+                yield f"{prefix}.{leaf.name}", at((kind, *leaf.physical), leaf.arrow_type)
 
 
 #: Rows parsed per pass: bounds the newline-joined copy of the JSON (~12 MiB for delta-spark's
@@ -444,18 +435,12 @@ def typed_from_json(stats: pa.ChunkedArray, leaves: list[Leaf]) -> pa.StructArra
         return column
 
     def nest(chosen: list[Leaf]) -> pa.StructArray:
-        tree: dict[str, Any] = {}
-        for leaf in chosen:  # in the order _bulk_columns yields them
-            node = tree
-            for key in leaf.physical[:-1]:
-                node = node.setdefault(key, {})
-            node[leaf.physical[-1]] = array(next(columns)[1])
-
         def build(node: dict[str, Any]) -> pa.StructArray:
             children = [build(v) if isinstance(v, dict) else v for v in node.values()]
             return pa.StructArray.from_arrays(children, names=list(node))
 
-        return build(tree)
+        # _tree calls in leaf order, the order _bulk_columns yields the columns in
+        return build(_tree(chosen, lambda _: array(next(columns)[1])))
 
     try:
         names, children = ["numRecords"], [array(next(columns)[1])]

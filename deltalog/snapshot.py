@@ -121,9 +121,9 @@ class Snapshot:
         checkpoint; ``None`` without a checkpoint.
         """
         parsed = self.parsed_stats()
-        raw = self.raw_files
         if parsed is not None or self.json_typed_loader is None:
             return parsed
+        raw = self.raw_files
         if "_cp_row" not in raw.column_names:
             return None
         partition_columns = tuple(self.metadata.partition_columns)

@@ -217,8 +217,8 @@ def stage_data_replace(
     snapshot = tx.snapshot
     schema = snapshot.schema
     partition_columns = snapshot.partition_columns
-    try:  # the checkpoint's typed statistics spare parsing its JSON, where it has them
-        typed = snapshot.parsed_stats()
+    try:  # the checkpoint's typed statistics spare parsing its JSON, where already at hand
+        typed = snapshot.typed_stats(build=False)
         candidates = prune_files(snapshot.files, predicate, schema, partition_columns, typed)
     except UnusableParsedStats:
         candidates = prune_files(snapshot.files, predicate, schema, partition_columns)
