@@ -109,11 +109,22 @@ NON_FILE_ACTIONS = (
 )
 
 
-def classic_schema() -> pa.Schema:
-    """The top-level schema of a V1 classic checkpoint, in delta-spark's column order."""
+def with_stats_parsed(stats_type: pa.DataType | None) -> pa.StructType:
+    """The ``add`` struct type, with typed statistics in ``stats_parsed`` when given."""
+    if stats_type is None:
+        return ADD
+    return pa.struct([*ADD, pa.field("stats_parsed", stats_type)])
+
+
+def classic_schema(add_type: pa.StructType = ADD) -> pa.Schema:
+    """The top-level schema of a V1 classic checkpoint, in delta-spark's column order.
+
+    Args:
+        add_type: The ``add`` column's type (:func:`with_stats_parsed`).
+    """
     return pa.schema(
         [
-            pa.field(name, ACTION_TYPES[name])
+            pa.field(name, add_type if name == "add" else ACTION_TYPES[name])
             for name in ("txn", "add", "remove", "metaData", "protocol", "domainMetadata")
         ]
     )

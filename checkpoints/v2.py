@@ -44,7 +44,11 @@ from .schema import ADD, REMOVE
 from .writer import CheckpointContent, _batches, _to_parquet, publish_pointer
 
 SIDECAR_DIR = "_sidecars"
-SIDECAR_SCHEMA = pa.schema([pa.field("add", ADD), pa.field("remove", REMOVE)])
+
+
+def sidecar_schema(add_type: pa.StructType = ADD) -> pa.Schema:
+    """A sidecar's columns: ``add`` (of ``add_type``) and ``remove``."""
+    return pa.schema([pa.field("add", add_type), pa.field("remove", REMOVE)])
 
 
 def v2_checkpoint_name(version: int, unique: str) -> str:
@@ -66,9 +70,11 @@ class ReusedSidecar:
     adds: int
 
 
-def _publish_sidecar(store: LogStore, log_path: str, sections: list[pa.Table]) -> dict[str, Any]:
+def _publish_sidecar(
+    store: LogStore, log_path: str, sections: list[pa.Table], schema: pa.Schema
+) -> dict[str, Any]:
     """Write one sidecar (fresh UUID name, create-if-absent); its ``sidecar`` action body."""
-    data, _ = _to_parquet(sections, SIDECAR_SCHEMA)
+    data, _ = _to_parquet(sections, schema)
     name = f"{uuid.uuid4()}.parquet"
     location = LogStore.join(LogStore.join(log_path, SIDECAR_DIR), name)
     store.write(location, data, overwrite=False)
@@ -99,26 +105,26 @@ def _sidecar_actions(
     """Write the checkpoint's new sidecars; every sidecar action in order, and their rows."""
     n_add = content.adds.num_rows if content.adds is not None else 0
     n_remove = content.removes.num_rows if content.removes is not None else 0
+    schema = sidecar_schema(content.add_type)
     if reused is None:  # one sidecar for every file action
         if not (n_add or n_remove):
             return [], 0
         sections = [
-            *_batches(SIDECAR_SCHEMA, "add", content.adds, ADD),
-            *_batches(SIDECAR_SCHEMA, "remove", content.removes, REMOVE),
+            *_batches(schema, "add", content.adds, content.add_type),
+            *_batches(schema, "remove", content.removes, REMOVE),
         ]
-        return [_publish_sidecar(store, log_path, sections)], n_add + n_remove
+        return [_publish_sidecar(store, log_path, sections, schema)], n_add + n_remove
     sidecars = [dict(s.action) for s in reused]
     rows = sum(s.adds for s in reused)
     if n_add:
         assert content.adds is not None
         for start in range(0, n_add, max_sidecar_adds):
             part = content.adds.slice(start, max_sidecar_adds)
-            sidecars.append(
-                _publish_sidecar(store, log_path, [*_batches(SIDECAR_SCHEMA, "add", part, ADD)])
-            )
+            sections = [*_batches(schema, "add", part, content.add_type)]
+            sidecars.append(_publish_sidecar(store, log_path, sections, schema))
     if n_remove:
-        sections = [*_batches(SIDECAR_SCHEMA, "remove", content.removes, REMOVE)]
-        sidecars.append(_publish_sidecar(store, log_path, sections))
+        sections = [*_batches(schema, "remove", content.removes, REMOVE)]
+        sidecars.append(_publish_sidecar(store, log_path, sections, schema))
     return sidecars, rows + n_add + n_remove
 
 

@@ -38,12 +38,16 @@ class CheckpointContent:
             domainMetadata.
         adds: ``add`` rows with camelCase columns from :data:`checkpoints.schema.ADD`.
         removes: Unexpired ``remove`` tombstones, columns from :data:`checkpoints.schema.REMOVE`.
+        add_type: The ``add`` column's struct type: :data:`checkpoints.schema.ADD`, or with
+            ``stats_parsed`` (:func:`checkpoints.schema.with_stats_parsed`), which ``adds``
+            then holds.
     """
 
     version: int
     actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     adds: pa.Table | None = None
     removes: pa.Table | None = None
+    add_type: pa.StructType = ADD
 
 
 def _struct_from_table(table: pa.Table | None, target: pa.StructType) -> pa.StructArray:
@@ -90,14 +94,14 @@ def checkpoint_sections(content: CheckpointContent) -> Iterator[pa.Table]:
     Non-file actions come first, then adds, then removes, each in their own row groups, so
     that a reader can skip what it does not need and no table of a million adds is copied.
     """
-    schema = classic_schema()
+    schema = classic_schema(content.add_type)
     small = content.actions
     if small:
         try:
             yield action_rows(schema, small)
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
             raise CheckpointFormatError(f"invalid action in checkpoint: {exc}") from exc
-    yield from _batches(schema, "add", content.adds, ADD)
+    yield from _batches(schema, "add", content.adds, content.add_type)
     yield from _batches(schema, "remove", content.removes, REMOVE)
 
 
@@ -142,7 +146,7 @@ def write_checkpoint(store: LogStore, log_path: str, content: CheckpointContent)
         CheckpointFormatError: The content cannot be laid out in the checkpoint schema.
         LogStoreError: The store failed.
     """
-    data, num_rows = _to_parquet(checkpoint_sections(content))
+    data, num_rows = _to_parquet(checkpoint_sections(content), classic_schema(content.add_type))
     path = LogStore.join(log_path, _checkpoint_name(content.version))
     try:
         store.write(path, data, overwrite=False)

@@ -9,12 +9,14 @@ import pyarrow.compute as pc
 from deltalog import arrow_values as av
 from deltalog.checkpoints.errors import IncompleteCheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.checkpoints.schema import with_stats_parsed
 from deltalog.checkpoints.v2 import write_v2_checkpoint
 from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
 from deltalog.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONE_FIELDS, TOMBSTONES_SCHEMA
 from deltalog.sidecar_reuse import MAX_SIDECAR_ADDS, plan_reuse, reuse_enabled
 from deltalog.snapshot import Snapshot
+from deltalog.stats_struct import FIELD, checkpoint_stats_struct
 from deltalog.storage import TableStorage, storage_errors
 
 
@@ -23,6 +25,8 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
 
     Tombstones whose ``deletionTimestamp`` is older than ``delta.deletedFileRetentionDuration``
     are dropped; ``commitInfo`` and ``cdc`` never appear in a snapshot, so never in a checkpoint.
+    The adds carry typed statistics in ``stats_parsed`` where :mod:`deltalog.stats_struct`
+    says so.
     """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     actions: list[tuple[str, dict[str, object]]] = [
@@ -32,8 +36,13 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
     actions += [("txn", t.to_json_dict()) for t in snapshot.txns.values()]
     actions += [("domainMetadata", d.to_json_dict()) for d in snapshot.domains.values()]
     # FILES_SCHEMA and TOMBSTONES_SCHEMA are the checkpoint fields in snake_case, in order.
-    assert snapshot.files.schema.names == FILES_SCHEMA.names
-    adds = snapshot.files.rename_columns(list(ADD_FIELDS))
+    files = snapshot.files
+    assert files.schema.names == FILES_SCHEMA.names
+    adds = files.rename_columns(list(ADD_FIELDS))
+    struct = checkpoint_stats_struct(snapshot, files)
+    add_type = with_stats_parsed(None if struct is None else struct.type)
+    if struct is not None:
+        adds = adds.append_column(FIELD, struct)
     tombstones = snapshot.tombstones
     if tombstones.num_rows:
         cutoff = now - tombstone_retention_ms(snapshot.configuration)
@@ -41,7 +50,7 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
         tombstones = tombstones.filter(pc.fill_null(pc.greater(ts, av.int64(cutoff)), av.false()))
     assert tombstones.schema.names == TOMBSTONES_SCHEMA.names
     removes = tombstones.rename_columns(list(TOMBSTONE_FIELDS))
-    return CheckpointContent(snapshot.version, actions, adds, removes)
+    return CheckpointContent(snapshot.version, actions, adds, removes, add_type)
 
 
 def uses_v2_checkpoints(snapshot: Snapshot) -> bool:
@@ -81,7 +90,11 @@ def write_snapshot_checkpoint(
     if not (reuse_enabled() if reuse is None else reuse):
         with storage_errors(f"cannot write checkpoint {snapshot.version}"):
             return write_v2_checkpoint(storage.store, storage.log_path, content)
-    plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS)
+    # Only sidecars whose stats_parsed (or its absence) matches the new ones are reused:
+    # readers take the struct only when every file of a checkpoint has it alike.
+    at = content.add_type.get_field_index(FIELD)
+    stats_type = content.add_type.field(at).type if at >= 0 else None
+    plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS, stats_type=stats_type)
     whole = content.adds
     if plan.reused and content.adds is not None:
         content.adds = content.adds.filter(plan.fresh)
@@ -96,7 +109,9 @@ def write_snapshot_checkpoint(
             )
         except IncompleteCheckpointError:  # a reused sidecar vanished: write them all
             content.adds = whole
-            plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS, reuse=False)
+            plan = plan_reuse(
+                storage, snapshot, max_adds=MAX_SIDECAR_ADDS, reuse=False, stats_type=stats_type
+            )
             last = write_v2_checkpoint(
                 storage.store,
                 storage.log_path,
@@ -104,5 +119,5 @@ def write_snapshot_checkpoint(
                 reused=[],
                 max_sidecar_adds=MAX_SIDECAR_ADDS,
             )
-    plan.remember(storage, last, MAX_SIDECAR_ADDS)
+    plan.remember(storage, last, MAX_SIDECAR_ADDS, stats_type)
     return last

@@ -408,6 +408,17 @@ def _bulk_columns(
             yield f"{prefix}.{leaf.name}", _typed(column, leaf)
 
 
+def typed_stats_type(leaves: list[Leaf]) -> pa.StructType:
+    """The struct type :func:`typed_from_json` returns for ``leaves``."""
+    bounded = [leaf for leaf in leaves if leaf.bounds]
+    fields = [pa.field("numRecords", pa.int64())]
+    if leaves:
+        fields.append(pa.field("nullCount", _nested(leaves, lambda _: pa.int64())))
+    for name in ("minValues", "maxValues") if bounded else ():
+        fields.append(pa.field(name, _nested(bounded, lambda leaf: leaf.arrow_type)))
+    return pa.struct(fields)
+
+
 def typed_from_json(stats: pa.ChunkedArray, leaves: list[Leaf]) -> pa.StructArray:
     """The ``stats`` JSON of each row as a ``stats_parsed``-shaped struct, typed by ``leaves``.
 

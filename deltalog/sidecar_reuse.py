@@ -80,11 +80,17 @@ def reuse_enabled() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Sidecar:
-    """The adds of one sidecar, by file key (``keys``) and canonical path (``paths``)."""
+    """The adds of one sidecar, by file key (``keys``) and canonical path (``paths``).
+
+    ``stats_type`` is the type of its ``add.stats_parsed`` as stored (``None``: it has none):
+    a checkpoint reuses only sidecars whose typed statistics are what its new sidecars hold,
+    since readers take the struct only when every file of a checkpoint has it alike.
+    """
 
     size: int
     keys: pa.Array
     paths: pa.Array
+    stats_type: pa.DataType | None = None
 
 
 class _SidecarCache:
@@ -141,13 +147,20 @@ class ReusePlan:
     fresh_keys: pa.Array
     base_version: int | None = None
 
-    def remember(self, storage: TableStorage, last: LastCheckpoint, max_adds: int) -> None:
+    def remember(
+        self,
+        storage: TableStorage,
+        last: LastCheckpoint,
+        max_adds: int,
+        stats_type: pa.DataType | None = None,
+    ) -> None:
         """Cache the keys of the add sidecars the checkpoint ``last`` describes just wrote.
 
         Args:
             storage: The table's storage.
             last: What :func:`~deltalog.checkpoints.v2.write_v2_checkpoint` returned.
             max_adds: The ``max_sidecar_adds`` it was given.
+            stats_type: The type of the ``stats_parsed`` they hold (``None``: none).
         """
         written = (last.extra.get("v2Checkpoint") or {}).get("sidecarFiles") or []
         new = written[len(self.reused) :]
@@ -157,7 +170,7 @@ class ReusePlan:
             keys = self.fresh_keys.slice(start, max_adds)
             _cache.put(
                 _location(storage, str(new[i]["path"])),
-                _Sidecar(int(new[i]["sizeInBytes"]), keys, _paths_of(keys)),
+                _Sidecar(int(new[i]["sizeInBytes"]), keys, _paths_of(keys), stats_type),
             )
 
 
@@ -203,6 +216,9 @@ def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar
     if add.null_count or add.field("path").null_count:
         return None  # rows other than adds (tombstones): they change with every checkpoint
     dv = add.field("deletionVector") if "deletionVector" in children else None
+    add_type = top.field("add").type
+    at = add_type.get_field_index("stats_parsed")
+    stats_type = add_type.field(at).type if at >= 0 else None
     files = pa.table(
         {
             "path": add.field("path"),
@@ -211,8 +227,9 @@ def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar
     )
     if dv is None or dv.null_count == len(dv):
         keys = canonical_paths(files.column("path"), prefix)
-        return _Sidecar(size, keys, keys)
-    return _Sidecar(size, arrow_keys(files, prefix), canonical_paths(files.column("path"), prefix))
+        return _Sidecar(size, keys, keys, stats_type)
+    keys = arrow_keys(files, prefix)
+    return _Sidecar(size, keys, canonical_paths(files.column("path"), prefix), stats_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +277,13 @@ class _Previous:
     since: _Since
 
 
-def _previous(storage: TableStorage, version: int, prefix: str) -> _Previous | None:
+def _previous(
+    storage: TableStorage, version: int, prefix: str, stats_type: pa.DataType | None
+) -> _Previous | None:
     """The newest checkpoint at or before ``version`` and its sidecars holding only adds.
+
+    A sidecar counts as touched (written again) when its ``stats_parsed`` type is not
+    ``stats_type``.
 
     Returns:
         ``None`` when there is no such checkpoint, it has no sidecars, or a commit between it
@@ -305,7 +327,7 @@ def _previous(storage: TableStorage, version: int, prefix: str) -> _Previous | N
         touched = bool(
             len(since.paths) and pc.any(pc.is_in(sidecar.paths, value_set=since.paths)).as_py()
         )
-        out.append((action, sidecar, not touched))
+        out.append((action, sidecar, not touched and sidecar.stats_type == stats_type))
     return _Previous(base, out, since)
 
 
@@ -332,6 +354,7 @@ def plan_reuse(
     *,
     max_adds: int = MAX_SIDECAR_ADDS,
     reuse: bool = True,
+    stats_type: pa.DataType | None = None,
 ) -> ReusePlan:
     """Which sidecars of the previous checkpoint a V2 checkpoint of ``snapshot`` can reuse.
 
@@ -348,6 +371,8 @@ def plan_reuse(
         snapshot: The snapshot to checkpoint.
         max_adds: The most adds in one new sidecar.
         reuse: ``False`` plans no reuse (every add fresh), for a retry.
+        stats_type: The type of the ``stats_parsed`` the new sidecars hold (``None``: none);
+            only sidecars holding the same are reused.
 
     Returns:
         The plan; its ``fresh`` flags follow the rows of ``snapshot.files``.
@@ -360,16 +385,21 @@ def plan_reuse(
     if not reuse:
         return everything
     try:
-        return _plan(storage, snapshot, all_keys, max_adds, prefix) or everything
+        return _plan(storage, snapshot, all_keys, max_adds, prefix, stats_type) or everything
     except (*_UNREADABLE, pa.ArrowException):
         return everything
 
 
 def _plan(
-    storage: TableStorage, snapshot: Snapshot, all_keys: pa.Array, max_adds: int, prefix: str
+    storage: TableStorage,
+    snapshot: Snapshot,
+    all_keys: pa.Array,
+    max_adds: int,
+    prefix: str,
+    stats_type: pa.DataType | None,
 ) -> ReusePlan | None:
     """:func:`plan_reuse` when something can be reused, else ``None``."""
-    previous = _previous(storage, snapshot.version, prefix)
+    previous = _previous(storage, snapshot.version, prefix, stats_type)
     if previous is None:
         return None
     total = len(all_keys)

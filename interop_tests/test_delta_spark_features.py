@@ -19,7 +19,9 @@ All tables share the module's one delta-spark session (see ``tests/sparkutil.py`
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import os
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -466,6 +468,16 @@ def test_deltalog_reads_typed_statistics_from_delta_spark_checkpoints(
     assert len(kept_nothing) == (3 if not struct and not json_stats else 0)
     by_path = {row["path"]: row for row in flat.to_pylist()}
     assert by_path == {r["path"]: r for r in from_json.drop_columns(["stats"]).to_pylist()}
+    _assert_describes_data(root, by_path, kept_nothing)
+    big = {p for p, row in by_path.items() if row["max.id"] is None or row["max.id"] >= 10}
+    assert set(table.files(filter="id >= 10").column("path").to_pylist()) == big
+    assert len(big) == (4 if kept_nothing else 2)
+
+
+def _assert_describes_data(
+    root: str, by_path: dict[str, dict[str, Any]], kept_nothing: Container[str] = ()
+) -> None:
+    """Each file's typed statistics are its data's count, null counts and bounds."""
     for path, row in by_path.items():
         if path in kept_nothing:
             assert row["num_records"] is None and row["min.id"] is None, path
@@ -478,9 +490,90 @@ def test_deltalog_reads_typed_statistics_from_delta_spark_checkpoints(
             assert row[f"null_count.{name}"] == data.num_rows - len(values), (path, name)
             assert row[f"min.{name}"] == (min(values) if values else None), (path, name)
             assert row[f"max.{name}"] == (max(values) if values else None), (path, name)
-    big = {p for p, row in by_path.items() if row["max.id"] is None or row["max.id"] >= 10}
-    assert set(table.files(filter="id >= 10").column("path").to_pylist()) == big
-    assert len(big) == (4 if kept_nothing else 2)
+
+
+@pytest.mark.parametrize("asked", [True, False], ids=["property-true", "property-unset"])
+def test_delta_spark_reads_deltalog_checkpoints_with_typed_statistics(
+    asked: bool, delta_spark: Any, tmp_path: Path
+) -> None:
+    """deltalog's checkpoint over delta-spark's: ``stats_parsed`` kept, written, read back.
+
+    With ``writeStatsAsStruct=true`` deltalog writes the struct (parsing the JSON delta-spark
+    3.3 leaves it); unset, it carries the struct of delta-spark 4's checkpoint and writes none
+    over 3.3's. delta-spark then reads the table through deltalog's checkpoint, prunes by it,
+    and writes on top; delta-rs reads the same statistics from it.
+    """
+    spark = delta_spark
+    root = str(tmp_path / "typed-out")
+    t = _sql_table(root)
+    asked_clause = ", 'delta.checkpoint.writeStatsAsStruct' = 'true'" if asked else ""
+    spark.sql(
+        f"CREATE TABLE {t} (id BIGINT, v STRING, d DATE, amount DECIMAL(10,2), ts TIMESTAMP, "
+        "p STRING) USING DELTA PARTITIONED BY (p) "
+        f"TBLPROPERTIES ('delta.checkpointInterval' = '2'{asked_clause})"
+    )
+    spark.sql(
+        f"INSERT INTO {t} VALUES (1, 'a', DATE'2024-01-01', 1.50, TIMESTAMP'2024-01-01 10:00:00', "
+        "'x'), (2, NULL, DATE'2024-01-02', 2.25, TIMESTAMP'9999-12-31 00:00:00', 'y')"
+    )
+    spark.sql(  # delta-spark's checkpoint at 2
+        f"INSERT INTO {t} VALUES (10, 'k', DATE'2024-02-01', 10.00, TIMESTAMP'2024-02-01 00:00:00',"
+        " 'x')"
+    )
+    rows = pa.table(
+        {
+            "id": pa.array([30, 31], pa.int64()),
+            "v": pa.array(["m", None]),
+            "d": pa.array([dt.date(2024, 3, 1), dt.date(2024, 3, 2)]),
+            "amount": pa.array([decimal.Decimal("30.25"), None], pa.decimal128(10, 2)),
+            "ts": pa.array(
+                [dt.datetime(2024, 3, 1, tzinfo=dt.UTC), None], pa.timestamp("us", "UTC")
+            ),
+        }
+    )
+    os.makedirs(os.path.join(root, "p=x"), exist_ok=True)
+    pq.write_table(rows, os.path.join(root, "p=x", "deltalog-0.parquet"))
+    ours = DeltaTable(root)
+    ours.append_files(["p=x/deltalog-0.parquet"])  # version 3
+    ours.checkpoint()
+    spark_4 = int(delta_spark_version().split(".")[0]) >= 4
+    written = asked or spark_4
+    checkpoint = Path(root, "_delta_log", f"{3:020d}.checkpoint.parquet")
+    add = pq.read_schema(checkpoint).field("add").type
+    assert (add.get_field_index("stats_parsed") >= 0) == written
+
+    table = DeltaTable(root, version=3)
+    parsed = table.snapshot.parsed_stats()
+    assert (parsed is not None) == written
+    assert parsed is None or parsed.null_count == 0  # every file: carried or parsed
+    flat = table.files(with_stats=False, flatten_stats=True)
+    by_path = {row["path"]: row for row in flat.to_pylist()}
+    assert len(by_path) == 4
+    _assert_describes_data(root, by_path)
+    # delta-rs reads the same statistics from deltalog's checkpoint
+    import deltalake
+
+    theirs = pa.table(deltalake.DeltaTable(root, version=3).get_add_actions(flatten=True))
+    for row in theirs.to_pylist():
+        for name in ("id", "v", "d", "amount"):
+            for kind in ("min", "max", "null_count"):
+                key = f"{kind}.{name}"
+                assert row[key] == by_path[row["path"]][key], (row["path"], key)
+
+    # delta-spark reads through deltalog's checkpoint, prunes by it, and writes on top
+    def ids(where: str) -> list[int]:
+        found = spark.sql(f"SELECT id FROM {t} WHERE {where}").collect()
+        return sorted(r["id"] for r in found)
+
+    assert ids("id >= 30") == [30, 31]
+    assert ids("ts >= TIMESTAMP'9999-01-01 00:00:00'") == [2]
+    assert ids("amount > 20") == [30]
+    assert ids("v IS NULL") == [2, 31]
+    assert ids("d < DATE'2024-01-02'") == [1]
+    spark.sql(f"INSERT INTO {t} VALUES (40, 'w', DATE'2024-04-01', 40.00, NULL, 'y')")  # 4
+    assert Path(root, "_delta_log", f"{4:020d}.checkpoint.parquet").exists()
+    assert ids("id > 0") == [1, 2, 10, 30, 31, 40]
+    assert DeltaTable(root).files().num_rows == 5
 
 
 def _utc(value: Any) -> Any:
