@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from test_delta_spark import (
 )
 
 import deltalog.spark
-from deltalog.column_mapping import mapping_mode, to_physical_batch
+from deltalog.column_mapping import mapping_mode, physical_name, to_physical_batch
 from deltalog.errors import UnsupportedFeatureError
 from deltalog.features import active_writer_features
 from deltalog.table import DeltaTable
@@ -475,15 +475,23 @@ def test_deltalog_reads_typed_statistics_from_delta_spark_checkpoints(
 
 
 def _assert_describes_data(
-    root: str, by_path: dict[str, dict[str, Any]], kept_nothing: Container[str] = ()
+    root: str,
+    by_path: dict[str, dict[str, Any]],
+    kept_nothing: Container[str] = (),
+    renames: Mapping[str, str] | None = None,
 ) -> None:
-    """Each file's typed statistics are its data's count, null counts and bounds."""
+    """Each file's typed statistics are its data's count, null counts and bounds.
+
+    ``renames`` maps data files' column names to the columns' names (column mapping).
+    """
     for path, row in by_path.items():
         if path in kept_nothing:
             assert row["num_records"] is None and row["min.id"] is None, path
             continue
         # Spark writes timestamps as INT96: read as microseconds, 9999-12-31 does not wrap
         data = pq.read_table(os.path.join(root, path), coerce_int96_timestamp_unit="us")
+        if renames:
+            data = data.rename_columns([renames.get(c, c) for c in data.column_names])
         assert row["num_records"] == data.num_rows, path
         for name in ("id", "v", "d", "amount", "ts"):
             values = [_utc(x) for x in data.column(name).to_pylist() if x is not None]
@@ -492,25 +500,31 @@ def _assert_describes_data(
             assert row[f"max.{name}"] == (max(values) if values else None), (path, name)
 
 
-@pytest.mark.parametrize("asked", [True, False], ids=["property-true", "property-unset"])
+@pytest.mark.parametrize(
+    ("asked", "mapping"),
+    [(True, False), (False, False), (False, True)],
+    ids=["property-true", "property-unset", "unset-column-mapping"],
+)
 def test_delta_spark_reads_deltalog_checkpoints_with_typed_statistics(
-    asked: bool, delta_spark: Any, tmp_path: Path
+    asked: bool, mapping: bool, delta_spark: Any, tmp_path: Path
 ) -> None:
     """deltalog's checkpoint over delta-spark's: ``stats_parsed`` kept, written, read back.
 
     With ``writeStatsAsStruct=true`` deltalog writes the struct (parsing the JSON delta-spark
     3.3 leaves it); unset, it carries the struct of delta-spark 4's checkpoint and writes none
-    over 3.3's. delta-spark then reads the table through deltalog's checkpoint, prunes by it,
-    and writes on top; delta-rs reads the same statistics from it.
+    over 3.3's; under column mapping the struct is keyed by physical names. delta-spark then
+    reads the table through deltalog's checkpoint, prunes by it, and writes on top; delta-rs
+    reads the same statistics from it.
     """
     spark = delta_spark
     root = str(tmp_path / "typed-out")
     t = _sql_table(root)
     asked_clause = ", 'delta.checkpoint.writeStatsAsStruct' = 'true'" if asked else ""
+    mapping_clause = ", 'delta.columnMapping.mode' = 'name'" if mapping else ""
     spark.sql(
         f"CREATE TABLE {t} (id BIGINT, v STRING, d DATE, amount DECIMAL(10,2), ts TIMESTAMP, "
         "p STRING) USING DELTA PARTITIONED BY (p) "
-        f"TBLPROPERTIES ('delta.checkpointInterval' = '2'{asked_clause})"
+        f"TBLPROPERTIES ('delta.checkpointInterval' = '2'{asked_clause}{mapping_clause})"
     )
     spark.sql(
         f"INSERT INTO {t} VALUES (1, 'a', DATE'2024-01-01', 1.50, TIMESTAMP'2024-01-01 10:00:00', "
@@ -531,9 +545,13 @@ def test_delta_spark_reads_deltalog_checkpoints_with_typed_statistics(
             ),
         }
     )
-    os.makedirs(os.path.join(root, "p=x"), exist_ok=True)
-    pq.write_table(rows, os.path.join(root, "p=x", "deltalog-0.parquet"))
     ours = DeltaTable(root)
+    schema = ours.schema()
+    # column name in data files and statistics -> the column's name
+    logical = {physical_name(f): f.name for f in schema.fields}
+    batch = to_physical_batch(rows.to_batches()[0], schema, field_ids=False)
+    os.makedirs(os.path.join(root, "p=x"), exist_ok=True)
+    pq.write_table(pa.Table.from_batches([batch]), os.path.join(root, "p=x", "deltalog-0.parquet"))
     ours.append_files(["p=x/deltalog-0.parquet"])  # version 3
     ours.checkpoint()
     spark_4 = int(delta_spark_version().split(".")[0]) >= 4
@@ -549,16 +567,24 @@ def test_delta_spark_reads_deltalog_checkpoints_with_typed_statistics(
     flat = table.files(with_stats=False, flatten_stats=True)
     by_path = {row["path"]: row for row in flat.to_pylist()}
     assert len(by_path) == 4
-    _assert_describes_data(root, by_path)
-    # delta-rs reads the same statistics from deltalog's checkpoint
+    _assert_describes_data(root, by_path, renames=logical)
+    if mapping and parsed is not None:  # the struct uses the physical names
+        names = {f.name for f in parsed.type.field("minValues").type}
+        assert names == {physical_name(f) for f in schema.fields if f.name != "p"}
+        assert "id" not in names
+    # delta-rs reads the same statistics from deltalog's checkpoint (by physical names)
     import deltalake
 
     theirs = pa.table(deltalake.DeltaTable(root, version=3).get_add_actions(flatten=True))
+    physical = {name: column for column, name in logical.items()}
     for row in theirs.to_pylist():
         for name in ("id", "v", "d", "amount"):
             for kind in ("min", "max", "null_count"):
                 key = f"{kind}.{name}"
-                assert row[key] == by_path[row["path"]][key], (row["path"], key)
+                assert row[f"{kind}.{physical[name]}"] == by_path[row["path"]][key], (
+                    row["path"],
+                    key,
+                )
 
     # delta-spark reads through deltalog's checkpoint, prunes by it, and writes on top
     def ids(where: str) -> list[int]:
