@@ -10,6 +10,8 @@ that really converts Python objects.
 from __future__ import annotations
 
 import array
+import datetime as dt
+import decimal
 import struct
 
 import pyarrow as pa
@@ -85,3 +87,91 @@ def false() -> pa.BooleanScalar:
     scalar = array[0]
     assert isinstance(scalar, pa.BooleanScalar)
     return scalar
+
+
+def bools(value: bool, count: int) -> pa.BooleanArray:
+    """``count`` copies of ``value`` as a ``bool`` array."""
+    result = pa.repeat(true() if value else false(), count)
+    assert isinstance(result, pa.BooleanArray)
+    return result
+
+
+def null(arrow_type: pa.DataType) -> pa.Scalar:
+    """The null scalar of ``arrow_type``."""
+    return pa.nulls(1, arrow_type)[0]
+
+
+_INT_FORMATS = {8: "<b", 16: "<h", 32: "<i", 64: "<q"}
+_UINT_FORMATS = {8: "<B", 16: "<H", 32: "<I", 64: "<Q"}
+
+
+def scalar(value: object, arrow_type: pa.DataType) -> pa.Scalar:
+    """``pa.scalar(value, arrow_type)``, buffer-built where that is simple (no pandas import).
+
+    Booleans, integers (out of range raises ``pa.ArrowInvalid``, as ``pa.scalar`` does),
+    floating point values (rounded as ``pa.scalar`` rounds them to ``float32``), strings,
+    dates, microsecond timestamps and ``decimal128`` values (exact, else ``pa.ArrowInvalid``)
+    are built from their bytes; other values are converted by ``pa.scalar``.
+    """
+    data: bytes | None = None
+    if isinstance(value, bool):
+        if pa.types.is_boolean(arrow_type):
+            return true() if value else false()
+    elif isinstance(value, int) and pa.types.is_integer(arrow_type):
+        formats = _INT_FORMATS if pa.types.is_signed_integer(arrow_type) else _UINT_FORMATS
+        try:
+            data = struct.pack(formats[arrow_type.bit_width], value)
+        except struct.error as exc:
+            raise pa.ArrowInvalid(f"integer value {value} out of bounds for {arrow_type}") from exc
+    elif isinstance(value, int | float) and pa.types.is_floating(arrow_type):
+        width = arrow_type.bit_width
+        if isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
+            raise pa.ArrowInvalid(f"integer value {value} does not fit a 64-bit integer")
+        if width in (32, 64):
+            try:
+                data = struct.pack("<f" if width == 32 else "<d", value)
+            except OverflowError as exc:
+                raise pa.ArrowInvalid(f"{value} out of range for {arrow_type}") from exc
+    elif isinstance(value, str) and pa.types.is_string(arrow_type):
+        return string(value)
+    elif isinstance(value, dt.datetime):
+        if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "us":
+            # an aware value is the instant it names, a naive one is taken as UTC (pa.scalar's
+            # rules, for zoned and zone-less columns alike)
+            naive = value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
+            data = struct.pack("<q", (naive - _EPOCH) // dt.timedelta(microseconds=1))
+    elif isinstance(value, dt.date):
+        if pa.types.is_date32(arrow_type):
+            data = struct.pack("<i", (value - _EPOCH_DAY).days)
+    elif isinstance(value, decimal.Decimal | int) and pa.types.is_decimal128(arrow_type):
+        data = _decimal128(decimal.Decimal(value), arrow_type.precision, arrow_type.scale)
+    if data is None:
+        return pa.scalar(value, arrow_type)
+    return pa.Array.from_buffers(arrow_type, 1, [None, pa.py_buffer(data)])[0]
+
+
+_EPOCH_DAY = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+#: Wide enough that scaling a decimal128's digits never rounds.
+_EXACT = decimal.Context(prec=100)
+
+
+def _decimal128(value: decimal.Decimal, precision: int, scale: int) -> bytes:
+    """The 16 bytes of ``value`` as a ``decimal128(precision, scale)`` (exact, or raises)."""
+    if not value.is_finite():
+        raise pa.ArrowInvalid(f"{value} is not a finite decimal")
+    scaled = value.scaleb(scale, context=_EXACT)
+    unscaled = int(scaled)
+    if scaled != unscaled:
+        raise pa.ArrowInvalid(f"{value} has more than {scale} digits after the point")
+    if abs(unscaled) >= 10**precision:
+        raise pa.ArrowInvalid(f"{value} has more than {precision} digits")
+    return unscaled.to_bytes(16, "little", signed=True)
+
+
+def duration_us(microseconds: int) -> pa.Scalar:
+    """A ``duration[us]`` scalar."""
+    data = pa.py_buffer(struct.pack("<q", microseconds))
+    return pa.Array.from_buffers(pa.duration("us"), 1, [None, data])[0]

@@ -85,7 +85,7 @@ class _TruePredicate(Predicate):
         return set()
 
     def _mask(self, table: pa.Table) -> pa.Array:
-        return pa.array([True] * table.num_rows, pa.bool_())
+        return arrow_values.bools(True, table.num_rows)
 
     def __str__(self) -> str:
         return "TRUE"
@@ -132,13 +132,17 @@ class In(Predicate):
         values = table.column(self.column)
         literals = [_literal(v, values.type, self.column) for v in self.values]
         present = [v for v in literals if v is not None]
-        value_set = pa.array([v.as_py() for v in present], values.type)
+        value_set = (
+            pa.concat_arrays([pa.repeat(v, 1) for v in present])
+            if present
+            else null_array(values.type, 0)
+        )
         hit = pc.is_in(values, value_set=value_set)
         # SQL: NULL IN (...) is unknown, and so is "x IN (..., NULL)" when x matched nothing.
         unknown = pc.is_null(values)
         if len(present) < len(literals):
             unknown = pc.or_(unknown, pc.invert(hit))
-        hit = pc.if_else(unknown, pa.scalar(None, pa.bool_()), hit)
+        hit = pc.if_else(unknown, arrow_values.null(pa.bool_()), hit)
         return pc.invert(hit) if self.negated else hit
 
     def __str__(self) -> str:
@@ -459,11 +463,11 @@ def _fixed_keys(values: pa.MapArray) -> tuple[pa.Array, pa.Array, int] | None:
 def matches(predicate: Predicate, table: pa.Table) -> pa.Array:
     """Which rows of a :func:`partition_table` the predicate is true for (unknown is false)."""
     if predicate is TRUE:
-        return pa.array([True] * table.num_rows, pa.bool_())
+        return arrow_values.bools(True, table.num_rows)
     mask = predicate._mask(table)
     if isinstance(mask, pa.ChunkedArray):
         mask = mask.combine_chunks()
-    return pc.fill_null(mask, False)
+    return pc.fill_null(mask, arrow_values.false())
 
 
 def literal_for(value: Any, arrow_type: pa.DataType, column: str) -> pa.Scalar | None:
@@ -481,9 +485,15 @@ def _literal(value: Any, arrow_type: pa.DataType, column: str) -> pa.Scalar | No
         return None
     try:
         if isinstance(value, str) and not pa.types.is_string(arrow_type):
-            return pa.scalar(_parse_text(value, arrow_type), arrow_type)
-        scalar = pa.scalar(value, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, PartitionValueError, TypeError) as exc:
+            return arrow_values.scalar(_parse_text(value, arrow_type), arrow_type)
+        scalar = arrow_values.scalar(value, arrow_type)
+    except (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        PartitionValueError,
+        TypeError,
+        OverflowError,
+    ) as exc:
         raise InvalidPredicateError(
             f"{value!r} cannot be compared with partition column {column!r} of type {arrow_type}"
         ) from exc

@@ -15,13 +15,13 @@ characters may be a truncated prefix and is not used; floating-point maxima are 
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.file_stats import flatten_stats
 from deltalog.predicates import (
     TRUE,
@@ -61,7 +61,7 @@ def _known_true(mask: pa.Array) -> pa.Array:
 
 def _maybe(mask: pa.Array) -> pa.Array:
     """Unknown counts as "may"."""
-    return pc.fill_null(mask, True)
+    return pc.fill_null(mask, av.true())
 
 
 class _Evaluator:
@@ -90,24 +90,24 @@ class _Evaluator:
         high = flat.column(f"max.{column}").combine_chunks()
         if pa.types.is_floating(high.type):
             high = pa.nulls(self.n, high.type)
-            low = pc.if_else(pc.is_nan(low), pa.scalar(None, low.type), low)
+            low = pc.if_else(pc.is_nan(low), av.null(low.type), low)
         elif pa.types.is_string(high.type):
             high = pc.if_else(
-                pc.greater_equal(pc.utf8_length(high), 32), pa.scalar(None, high.type), high
+                pc.greater_equal(pc.utf8_length(high), av.int64(32)), av.null(high.type), high
             )
         elif t in (PrimitiveType("timestamp"), PrimitiveType("timestamp_ntz")):
-            high = pc.add(high, pa.scalar(dt.timedelta(microseconds=999)))
+            high = pc.add(high, av.duration_us(999))
         records = flat.column("num_records").combine_chunks()
         nulls = flat.column(f"null_count.{column}").combine_chunks()
         all_null = pc.equal(nulls, records)
-        any_null = pc.greater(nulls, 0)
+        any_null = pc.greater(nulls, av.int64(0))
         return _Bounds(low, high, all_null, any_null)
 
     # ------------------------------------------------------------------ three-valued pruning
     def may(self, p: Predicate, want: bool) -> pa.Array:
         """Per file: some row may make ``p`` evaluate to ``want`` (never null)."""
         if p is TRUE:
-            return pa.array([want] * self.n, pa.bool_())
+            return av.bools(want, self.n)
         if isinstance(p, Not):
             return self.may(p.operand, not want)
         if isinstance(p, And):
@@ -119,7 +119,7 @@ class _Evaluator:
         if isinstance(p, IsNull):
             b = self.bounds(p.column)
             if b is None:
-                return pa.array([True] * self.n, pa.bool_())
+                return av.bools(True, self.n)
             is_null_wanted = want != p.negated
             if is_null_wanted:
                 return _maybe(b.any_null)
@@ -131,20 +131,20 @@ class _Evaluator:
             if true_side:
                 return self._any([self.compare(p.column, "=", v) for v in p.values], self.n)
             if any(v is None for v in p.values):  # x NOT IN (..., NULL) is never true
-                return pa.array([False] * self.n, pa.bool_())
+                return av.bools(False, self.n)
             return self._all([self.compare(p.column, "!=", v) for v in p.values], self.n)
-        return pa.array([True] * self.n, pa.bool_())  # unknown node: keep
+        return av.bools(True, self.n)  # unknown node: keep
 
     @staticmethod
     def _any(masks: list[pa.Array], n: int) -> pa.Array:
-        out = pa.array([False] * n, pa.bool_())
+        out = av.bools(False, n)
         for m in masks:
             out = pc.or_(out, m)
         return out
 
     @staticmethod
     def _all(masks: list[pa.Array], n: int) -> pa.Array:
-        out = pa.array([True] * n, pa.bool_())
+        out = av.bools(True, n)
         for m in masks:
             out = pc.and_(out, m)
         return out
@@ -152,7 +152,7 @@ class _Evaluator:
     def compare(self, column: str, op: str, value: object) -> pa.Array:
         """Some non-null value of ``column`` may satisfy ``column <op> value``."""
         if value is None:  # a comparison with NULL is never true nor false
-            return pa.array([False] * self.n, pa.bool_())
+            return av.bools(False, self.n)
         b = self.bounds(column)
         field_type = (
             self.flat.schema.field(
@@ -162,10 +162,10 @@ class _Evaluator:
             else None
         )
         if b is None or field_type is None:
-            return pa.array([True] * self.n, pa.bool_())
+            return av.bools(True, self.n)
         literal = literal_for(value, field_type, column)
         if literal is None:
-            return pa.array([False] * self.n, pa.bool_())
+            return av.bools(False, self.n)
         if op == "=":
             hit = pc.and_kleene(pc.less_equal(b.low, literal), pc.greater_equal(b.high, literal))
         elif op == "!=":

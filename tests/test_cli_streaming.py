@@ -168,12 +168,20 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
         "keys = arrow_keys(adds_to_table([add('p=1/d.parquet', deletion_vector=dv)]), 'file:')\n"
         "assert keys.to_pylist() == ['p=1/d.parquet\\x00uab@1'], keys\n"
         "assert 'pandas' not in sys.modules, 'pandas imported: tags, removes, vacuum or DVs'\n"
-        # Typed statistics (partition values typed, JSON statistics parsed). A filter's
-        # literals are still converted by pa.scalar, which imports pandas.
+        # Typed statistics (partition values typed, JSON statistics parsed).
         "flat = u.files(with_stats=False, flatten_stats=True)\n"
         "assert flat.num_rows == 19 and flat.column('min.id').null_count == 5  # added bare\n"
         "assert sorted(set(flat.column('partition.p').to_pylist())) == ['0', '1']\n"
         "assert 'pandas' not in sys.modules, 'pandas imported: typed statistics'\n"
+        # Filters: their literals are built from buffers too (the 5 bare files are kept).
+        "def count(f):\n"
+        "    return u.files(filter=f, with_stats=False).num_rows\n"
+        "assert count('id >= 5') == 14\n"
+        "assert count(\"p = '1' AND id < 3\") == 6\n"
+        "assert count('id IN (1, 2, NULL)') == 7\n"
+        "assert count('NOT (id < 3) OR id IS NULL') == 16\n"
+        "assert count(\"p IN ('0')\") == 8\n"
+        "assert 'pandas' not in sys.modules, 'pandas imported: filters'\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
