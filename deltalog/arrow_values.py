@@ -108,10 +108,12 @@ _UINT_FORMATS = {8: "<B", 16: "<H", 32: "<I", 64: "<Q"}
 def scalar(value: object, arrow_type: pa.DataType) -> pa.Scalar:
     """``pa.scalar(value, arrow_type)``, buffer-built where that is simple (no pandas import).
 
-    Booleans, integers (out of range raises ``pa.ArrowInvalid``, as ``pa.scalar`` does),
-    floating point values (rounded as ``pa.scalar`` rounds them to ``float32``), strings,
-    dates, microsecond timestamps and ``decimal128`` values (exact, else ``pa.ArrowInvalid``)
-    are built from their bytes; other values are converted by ``pa.scalar``.
+    Booleans, integers, floating point values (rounded as ``pa.scalar`` rounds them to
+    ``float32``), strings, dates, microsecond timestamps and ``decimal128`` values are built
+    from their bytes; other values are converted by ``pa.scalar``. A value that does not fit
+    raises ``pa.ArrowInvalid``. Where ``pa.scalar`` refuses a value the type holds exactly
+    (an integer above 2**53 for a double, a time zone offset with microseconds) this gives
+    that exact value.
     """
     data: bytes | None = None
     if isinstance(value, bool):
@@ -162,7 +164,12 @@ def _decimal128(value: decimal.Decimal, precision: int, scale: int) -> bytes:
     """The 16 bytes of ``value`` as a ``decimal128(precision, scale)`` (exact, or raises)."""
     if not value.is_finite():
         raise pa.ArrowInvalid(f"{value} is not a finite decimal")
-    scaled = value.scaleb(scale, context=_EXACT)
+    if value and value.adjusted() >= precision - scale:  # before scaling: 1E+999999 is cheap
+        raise pa.ArrowInvalid(f"{value} has more than {precision} digits")
+    try:
+        scaled = value.scaleb(scale, context=_EXACT)
+    except ArithmeticError as exc:  # an exponent beyond the context's limits
+        raise pa.ArrowInvalid(f"{value} does not fit decimal128({precision}, {scale})") from exc
     unscaled = int(scaled)
     if scaled != unscaled:
         raise pa.ArrowInvalid(f"{value} has more than {scale} digits after the point")

@@ -96,6 +96,17 @@ def test_scalar_is_what_pa_scalar_makes(value: object, arrow_type: pa.DataType) 
     assert got.as_py() == expected.as_py()  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    "value", [_D("1E+999999"), _D("-1E+999998"), _D("1E-999999"), _D("123.456E+30")]
+)
+@pytest.mark.parametrize("scale", [0, 2])
+def test_scalar_refuses_decimals_beyond_the_type_at_once(
+    value: decimal.Decimal, scale: int
+) -> None:
+    with pytest.raises(pa.ArrowInvalid):  # not decimal.Overflow, nor a million-digit integer
+        av.scalar(value, pa.decimal128(10, scale))
+
+
 def test_scalar_rejects_what_does_not_fit_a_float() -> None:
     with pytest.raises(pa.ArrowInvalid):
         av.scalar(2**70, pa.float64())
