@@ -22,7 +22,6 @@ from .checksum import json_checksum
 from .errors import CheckpointFormatError
 from .json_rows import action_rows
 from .last_checkpoint import LastCheckpoint, parse_last_checkpoint
-from .nulls import null_array
 from .schema import ADD, REMOVE, classic_schema, statistics_leaves
 
 LAST_CHECKPOINT = "_last_checkpoint"
@@ -50,19 +49,23 @@ class CheckpointContent:
     add_type: pa.StructType = ADD
 
 
-def _struct_from_table(table: pa.Table | None, target: pa.StructType) -> pa.StructArray:
-    if table is None or table.num_rows == 0:
-        array = null_array(target, 0)
-        assert isinstance(array, pa.StructArray)
-        return array
-    n = table.num_rows
-    children = []
-    for f in target:
-        if f.name in table.column_names:
-            children.append(table.column(f.name).combine_chunks().cast(f.type))
-        else:
-            children.append(pa.nulls(n, f.type))
-    return pa.StructArray.from_arrays(children, fields=list(target))
+def _struct_column(table: pa.Table, target: pa.StructType) -> pa.ChunkedArray:
+    """The rows of ``table`` as a ``target`` struct column, without copying them.
+
+    ``table.to_batches()`` cuts its columns at common boundaries by slicing, so each batch
+    becomes a struct chunk of views; fields ``table`` lacks are null.
+    """
+    chunks = []
+    for batch in table.to_batches():
+        n = batch.num_rows
+        children = [
+            batch.column(f.name).cast(f.type)
+            if f.name in batch.schema.names
+            else pa.nulls(n, f.type)
+            for f in target
+        ]
+        chunks.append(pa.StructArray.from_arrays(children, fields=list(target)))
+    return pa.chunked_array(chunks, type=target)
 
 
 ROW_GROUP_ROWS = 128 * 1024
@@ -73,8 +76,8 @@ def _batches(
 ) -> Iterator[pa.Table]:
     """Row-group-sized tables where only ``column`` holds ``rows``, other columns null.
 
-    The null columns are allocated once and shared by every batch, and each batch copies only
-    its own slice of ``rows``.
+    The null columns are allocated once and shared by every batch, and each batch's ``column``
+    is made of views of ``rows`` (see :func:`_struct_column`).
     """
     if rows is None or rows.num_rows == 0:
         return
@@ -82,7 +85,7 @@ def _batches(
     size = min(n, ROW_GROUP_ROWS)
     nulls = {f.name: pa.nulls(size, f.type) for f in schema if f.name != column}
     for start in range(0, n, ROW_GROUP_ROWS):
-        part = _struct_from_table(rows.slice(start, ROW_GROUP_ROWS), target)
+        part = _struct_column(rows.slice(start, ROW_GROUP_ROWS), target)
         length = len(part)
         arrays = [part if f.name == column else nulls[f.name].slice(0, length) for f in schema]
         yield pa.Table.from_arrays(arrays, schema=schema)
