@@ -91,18 +91,26 @@ def test_checkpoint_writes_typed_statistics_when_the_table_asks(tmp_path: Path) 
     _same_answers(struct, plain)
 
 
-def test_later_checkpoints_carry_the_struct_and_parse_only_new_statistics(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    struct, plain = _twins(tmp_path)
-    parsed_rows: list[int] = []
+@pytest.fixture
+def parsed_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row count of every batch of JSON statistics a checkpoint parses into its struct."""
+    counts: list[int] = []
     real = vars(stats_struct)["typed_from_json"]
 
     def counting(texts: pa.ChunkedArray, leaves: Any) -> pa.StructArray:
-        parsed_rows.append(len(texts))
+        counts.append(len(texts))
         return real(texts, leaves)
 
     monkeypatch.setattr(stats_struct, "typed_from_json", counting)
+    return counts
+
+
+def test_later_checkpoints_carry_the_struct_and_parse_only_new_statistics(
+    tmp_path: Path, parsed_rows: list[int]
+) -> None:
+    struct, plain = _twins(tmp_path)
+    assert parsed_rows == [4]  # the first checkpoint: every file, from its commit's JSON
+    parsed_rows.clear()
     for root in (struct, plain):
         t = DeltaTable(str(root))
         for k in (4, 5):
@@ -290,23 +298,13 @@ def test_unusable_new_statistics_do_not_mix_v2_sidecars(tmp_path: Path) -> None:
     assert set(_sidecar_structs(struct)) == {False}
 
 
-def test_a_writer_parses_only_what_it_added(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_writer_parses_only_what_it_added(tmp_path: Path, parsed_rows: list[int]) -> None:
     """Asked for on a JSON-only table: the checkpoint's JSON is parsed once per writer."""
     root = tmp_path / "t"
     t = _create(root, None)
     for k in range(4):
         _append(t, root, k)
     t.checkpoint()
-    parsed_rows: list[int] = []
-    real = vars(stats_struct)["typed_from_json"]
-
-    def counting(texts: pa.ChunkedArray, leaves: Any) -> pa.StructArray:
-        parsed_rows.append(len(texts))
-        return real(texts, leaves)
-
-    monkeypatch.setattr(stats_struct, "typed_from_json", counting)
     writer = DeltaTable(str(root))
     _set(writer, PROPERTY, "true")
     writer.checkpoint()  # the checkpoint's four files: from its JSON, parsed batch by batch
