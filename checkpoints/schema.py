@@ -109,11 +109,23 @@ NON_FILE_ACTIONS = (
 )
 
 
+#: The ``add`` field delta-spark writes typed statistics to.
+STATS_PARSED = "stats_parsed"
+
+
 def with_stats_parsed(stats_type: pa.DataType | None) -> pa.StructType:
     """The ``add`` struct type, with typed statistics in ``stats_parsed`` when given."""
     if stats_type is None:
         return ADD
-    return pa.struct([*ADD, pa.field("stats_parsed", stats_type)])
+    return pa.struct([*ADD, pa.field(STATS_PARSED, stats_type)])
+
+
+def stats_parsed_type(add_type: pa.DataType) -> pa.DataType | None:
+    """The type of ``stats_parsed`` in an ``add`` struct type, ``None`` when it has none."""
+    if not pa.types.is_struct(add_type):
+        return None
+    at = add_type.get_field_index(STATS_PARSED)
+    return add_type.field(at).type if at >= 0 else None
 
 
 def classic_schema(add_type: pa.StructType = ADD) -> pa.Schema:

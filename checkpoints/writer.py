@@ -22,7 +22,13 @@ from .checksum import json_checksum
 from .errors import CheckpointFormatError
 from .json_rows import action_rows
 from .last_checkpoint import LastCheckpoint, parse_last_checkpoint
-from .schema import ADD, REMOVE, classic_schema, statistics_leaves
+from .schema import (
+    REMOVE,
+    STATS_PARSED,
+    classic_schema,
+    statistics_leaves,
+    with_stats_parsed,
+)
 
 LAST_CHECKPOINT = "_last_checkpoint"
 
@@ -37,16 +43,25 @@ class CheckpointContent:
             domainMetadata.
         adds: ``add`` rows with camelCase columns from :data:`checkpoints.schema.ADD`.
         removes: Unexpired ``remove`` tombstones, columns from :data:`checkpoints.schema.REMOVE`.
-        add_type: The ``add`` column's struct type: :data:`checkpoints.schema.ADD`, or with
-            ``stats_parsed`` (:func:`checkpoints.schema.with_stats_parsed`), which ``adds``
-            then holds.
+            ``adds`` may also hold typed statistics in a ``stats_parsed`` column.
     """
 
     version: int
     actions: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     adds: pa.Table | None = None
     removes: pa.Table | None = None
-    add_type: pa.StructType = ADD
+
+    @property
+    def stats_type(self) -> pa.DataType | None:
+        """The type of the adds' ``stats_parsed`` column, ``None`` when they have none."""
+        if self.adds is None or STATS_PARSED not in self.adds.column_names:
+            return None
+        return self.adds.schema.field(STATS_PARSED).type
+
+    @property
+    def add_type(self) -> pa.StructType:
+        """The ``add`` column's struct type (:func:`checkpoints.schema.with_stats_parsed`)."""
+        return with_stats_parsed(self.stats_type)
 
 
 def _struct_column(table: pa.Table, target: pa.StructType) -> pa.ChunkedArray:

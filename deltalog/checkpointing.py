@@ -9,14 +9,14 @@ import pyarrow.compute as pc
 from deltalog import arrow_values as av
 from deltalog.checkpoints.errors import IncompleteCheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
-from deltalog.checkpoints.schema import with_stats_parsed
+from deltalog.checkpoints.schema import STATS_PARSED
 from deltalog.checkpoints.v2 import write_v2_checkpoint
 from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
 from deltalog.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONE_FIELDS, TOMBSTONES_SCHEMA
 from deltalog.sidecar_reuse import MAX_SIDECAR_ADDS, plan_reuse, reuse_enabled
 from deltalog.snapshot import Snapshot
-from deltalog.stats_struct import FIELD, checkpoint_stats_struct
+from deltalog.stats_struct import checkpoint_stats_struct
 from deltalog.storage import TableStorage, storage_errors
 
 
@@ -40,9 +40,8 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
     assert files.schema.names == FILES_SCHEMA.names
     adds = files.rename_columns(list(ADD_FIELDS))
     struct = checkpoint_stats_struct(snapshot, files)
-    add_type = with_stats_parsed(None if struct is None else struct.type)
     if struct is not None:
-        adds = adds.append_column(FIELD, struct)
+        adds = adds.append_column(STATS_PARSED, struct)
     tombstones = snapshot.tombstones
     if tombstones.num_rows:
         cutoff = now - tombstone_retention_ms(snapshot.configuration)
@@ -50,7 +49,7 @@ def checkpoint_content(snapshot: Snapshot, now_ms: int | None = None) -> Checkpo
         tombstones = tombstones.filter(pc.fill_null(pc.greater(ts, av.int64(cutoff)), av.false()))
     assert tombstones.schema.names == TOMBSTONES_SCHEMA.names
     removes = tombstones.rename_columns(list(TOMBSTONE_FIELDS))
-    return CheckpointContent(snapshot.version, actions, adds, removes, add_type)
+    return CheckpointContent(snapshot.version, actions, adds, removes)
 
 
 def uses_v2_checkpoints(snapshot: Snapshot) -> bool:
@@ -92,8 +91,7 @@ def write_snapshot_checkpoint(
             return write_v2_checkpoint(storage.store, storage.log_path, content)
     # Only sidecars whose stats_parsed (or its absence) matches the new ones are reused:
     # readers take the struct only when every file of a checkpoint has it alike.
-    at = content.add_type.get_field_index(FIELD)
-    stats_type = content.add_type.field(at).type if at >= 0 else None
+    stats_type = content.stats_type
     plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS, stats_type=stats_type)
     whole = content.adds
     if plan.reused and content.adds is not None:

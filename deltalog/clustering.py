@@ -17,10 +17,10 @@ import orjson
 
 from deltalog.actions import Metadata
 from deltalog.column_mapping import is_mapped, physical_name, physical_schema
+from deltalog.config import num_indexed_cols
 from deltalog.errors import ClusteringChangeError, UnsupportedFeatureError
 from deltalog.schema import ArrayType, DataType, MapType, StructType
 from deltalog.snapshot import Snapshot
-from deltalog.stats import DEFAULT_INDEXED_COLS
 
 DOMAIN = "delta.clustering"
 
@@ -98,8 +98,7 @@ def check_clustering_stats(snapshot: Snapshot) -> None:
     data = StructType(tuple(f for f in schema.fields if f.name not in _partition_keys(snapshot)))
     leaves: list[tuple[tuple[str, ...], bool]] = []
     _leaves(data, (), False, leaves)
-    text = snapshot.configuration.get("delta.dataSkippingNumIndexedCols")
-    limit = int(text) if text and text.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
+    limit = num_indexed_cols(snapshot.configuration)
     indexed = {path for path, repeated in (leaves if limit < 0 else leaves[:limit]) if not repeated}
     for column in clustering_columns(snapshot):
         if column not in indexed:

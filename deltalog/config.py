@@ -24,6 +24,12 @@ CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
 EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+
+#: Leaf columns file statistics cover unless ``delta.dataSkippingNumIndexedCols`` says.
+DEFAULT_INDEXED_COLS = 32
 
 
 def parse_interval_ms(text: str) -> int:
@@ -70,6 +76,17 @@ def tombstone_retention_ms(config: Mapping[str, str | None]) -> int:
 def log_retention_ms(config: Mapping[str, str | None]) -> int:
     """``delta.logRetentionDuration`` (default 30 days)."""
     return duration_ms(config, LOG_RETENTION, "interval 30 days")
+
+
+def num_indexed_cols(config: Mapping[str, str | None]) -> int:
+    """``delta.dataSkippingNumIndexedCols`` (default 32; ``-1``: every leaf column)."""
+    text = (config.get(NUM_INDEXED_COLS) or "").strip()
+    return int(text) if text.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
+
+
+def write_stats_as_struct(config: Mapping[str, str | None]) -> bool | None:
+    """``delta.checkpoint.writeStatsAsStruct``; ``None`` when unset."""
+    return {"true": True, "false": False}.get((config.get(WRITE_STATS_AS_STRUCT) or "").lower())
 
 
 def expired_log_cleanup(config: Mapping[str, str | None]) -> bool:

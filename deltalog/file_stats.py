@@ -454,14 +454,13 @@ def typed_from_json(stats: pa.ChunkedArray, leaves: list[Leaf]) -> pa.StructArra
         return build(_tree(chosen, lambda _: array(next(columns)[1])))
 
     try:
-        names, children = ["numRecords"], [array(next(columns)[1])]
-        for name, chosen in (("nullCount", leaves), ("minValues", bounded), ("maxValues", bounded)):
+        children = [array(next(columns)[1])]
+        for chosen in (leaves, bounded, bounded):  # nullCount, minValues, maxValues
             if chosen:
-                names.append(name)
                 children.append(nest(chosen))
+        return pa.StructArray.from_arrays(children, fields=list(typed_stats_type(leaves)))
     except (ArithmeticError, pa.ArrowException) as exc:  # a bound its type cannot hold
         raise UnusableParsedStats(str(exc)) from exc
-    return pa.StructArray.from_arrays(children, names=names)
 
 
 def flatten_stats(

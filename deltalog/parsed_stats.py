@@ -29,6 +29,7 @@ from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.nulls import null_array
 from deltalog.checkpoints.reader import read_checkpoint
+from deltalog.checkpoints.schema import STATS_PARSED
 from deltalog.errors import InvalidSchemaError
 from deltalog.file_stats import UnusableParsedStats, stat_leaves, typed_from_json
 from deltalog.logstores import LogStore, LogStoreError
@@ -42,9 +43,6 @@ __all__ = [
     "parsed_stats_loader",
     "stats_json",
 ]
-
-#: The add field delta-spark writes typed statistics to.
-FIELD = "stats_parsed"
 
 
 def parsed_stats_loader(
@@ -134,10 +132,10 @@ def json_typed_loader(
 
 def _read(store: LogStore, paths: Sequence[str], rows: int) -> pa.ChunkedArray | None:
     try:
-        data = read_checkpoint(store, paths, add_fields=(FIELD,))
+        data = read_checkpoint(store, paths, add_fields=(STATS_PARSED,))
     except (CheckpointError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
-    columns = [t.column(FIELD) for t in data.adds]
+    columns = [t.column(STATS_PARSED) for t in data.adds]
     types = {c.type for c in columns if not pa.types.is_null(c.type)}
     if len(types) != 1:
         return None

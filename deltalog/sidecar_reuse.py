@@ -39,6 +39,7 @@ from deltalog import arrow_values as av
 from deltalog.actions import AddFile, RemoveFile
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.checkpoints.schema import stats_parsed_type
 from deltalog.checkpoints.v2 import ReusedSidecar
 from deltalog.errors import DeltaLogError
 from deltalog.file_actions import (
@@ -216,9 +217,7 @@ def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar
     if add.null_count or add.field("path").null_count:
         return None  # rows other than adds (tombstones): they change with every checkpoint
     dv = add.field("deletionVector") if "deletionVector" in children else None
-    add_type = top.field("add").type
-    at = add_type.get_field_index("stats_parsed")
-    stats_type = add_type.field(at).type if at >= 0 else None
+    stats_type = stats_parsed_type(top.field("add").type)
     files = pa.table(
         {
             "path": add.field("path"),

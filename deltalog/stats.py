@@ -22,6 +22,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltalog import config
 from deltalog.actions import AddFile
 from deltalog.column_mapping import (
     check_mapped_file,
@@ -29,6 +30,7 @@ from deltalog.column_mapping import (
     mapping_mode,
     physical_schema,
 )
+from deltalog.config import DEFAULT_INDEXED_COLS
 from deltalog.errors import SchemaMismatchError
 from deltalog.partitions import check_partition_values, parse_hive_path
 from deltalog.schema import (
@@ -41,7 +43,6 @@ from deltalog.schema import (
 )
 
 STRING_PREFIX = 32
-DEFAULT_INDEXED_COLS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,11 +295,7 @@ def build_add(
     values = check_partition_values(
         {k: v for k, v in raw_values.items() if k in partition_columns}, table, partition_columns
     )
-    indexed = configuration.get("delta.dataSkippingNumIndexedCols")
-    num_indexed = (
-        int(indexed) if indexed and indexed.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
-    )
-    stats = compute_stats(footer, num_indexed)
+    stats = compute_stats(footer, config.num_indexed_cols(configuration))
     check_nullability(stats, data_schema, location)
     return AddFile(
         path=action_path,

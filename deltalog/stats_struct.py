@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from deltalog import arrow_values as av
 from deltalog.checkpoints.arrow_pool import decode_pool
+from deltalog.config import STATS_COLUMNS, num_indexed_cols, write_stats_as_struct
 from deltalog.errors import InvalidSchemaError
 from deltalog.file_stats import (
     Leaf,
@@ -42,13 +43,9 @@ from deltalog.file_stats import (
     typed_from_json,
     typed_stats_type,
 )
-from deltalog.parsed_stats import FIELD
 from deltalog.snapshot import Snapshot
 
-__all__ = ["FIELD", "checkpoint_stats_struct", "indexed_leaves"]
-
-PROPERTY = "delta.checkpoint.writeStatsAsStruct"
-DEFAULT_INDEXED_COLS = 32
+__all__ = ["checkpoint_stats_struct", "indexed_leaves"]
 
 
 def indexed_leaves(leaves: list[Leaf], configuration: Mapping[str, str | None]) -> list[Leaf]:
@@ -57,7 +54,7 @@ def indexed_leaves(leaves: list[Leaf], configuration: Mapping[str, str | None]) 
     ``delta.dataSkippingStatsColumns`` (comma-separated, dotted for nested fields) if set, else
     the first ``delta.dataSkippingNumIndexedCols`` leaves (``-1``: all).
     """
-    named = configuration.get("delta.dataSkippingStatsColumns")
+    named = configuration.get(STATS_COLUMNS)
     if named and named.strip():
         wanted = {n.strip().replace("`", "") for n in named.split(",") if n.strip()}
         return [
@@ -65,14 +62,8 @@ def indexed_leaves(leaves: list[Leaf], configuration: Mapping[str, str | None]) 
             for leaf in leaves
             if any(leaf.name == w or leaf.name.startswith(w + ".") for w in wanted)
         ]
-    text = (configuration.get("delta.dataSkippingNumIndexedCols") or "").strip()
-    count = int(text) if text.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
+    count = num_indexed_cols(configuration)
     return list(leaves) if count < 0 else leaves[:count]
-
-
-def _setting(configuration: Mapping[str, str | None]) -> bool | None:
-    value = (configuration.get(PROPERTY) or "").strip().lower()
-    return {"true": True, "false": False}.get(value)
 
 
 def checkpoint_stats_struct(snapshot: Snapshot, files: pa.Table) -> pa.ChunkedArray | None:
@@ -85,7 +76,7 @@ def checkpoint_stats_struct(snapshot: Snapshot, files: pa.Table) -> pa.ChunkedAr
     Returns:
         One struct per row of ``files`` (null for a file without statistics).
     """
-    setting = _setting(snapshot.configuration)
+    setting = write_stats_as_struct(snapshot.configuration)
     if setting is False or files.num_rows == 0:
         return None
     # Asked for: the checkpoint's typed statistics, built from its JSON if need be (once per
@@ -110,12 +101,12 @@ def checkpoint_stats_struct(snapshot: Snapshot, files: pa.Table) -> pa.ChunkedAr
         # Usually the files to parse are the newest, last: a slice, not a take (which copies
         # every chunk of a million statistics strings)
         texts = stats.slice(tail) if tail is not None else stats.take(missing)
-        fresh = _conform(typed_from_json(texts, leaves), target) if len(texts) else None
+        fresh = typed_from_json(texts, leaves) if len(texts) else None
     except (UnusableParsedStats, ArithmeticError, ValueError, pa.ArrowException):
         return None
     if fresh is not None and texts.null_count:
         fresh = _with_nulls(fresh, pc.is_null(texts).combine_chunks())
-    return _merge(kept, fresh, tail, target)
+    return _merge(kept, have, fresh, tail, target)
 
 
 def _tail_start(missing: pa.Array, n: int) -> int | None:
@@ -135,19 +126,22 @@ def _with_nulls(array: pa.Array, mask: pa.BooleanArray) -> pa.StructArray:
 
 def _merge(
     kept: pa.ChunkedArray | None,
+    have: pa.ChunkedArray | None,
     fresh: pa.Array | None,
     tail: int | None,
     target: pa.DataType,
 ) -> pa.ChunkedArray:
-    """``kept`` with its null rows taken from ``fresh`` in order (from ``tail`` on, if set)."""
-    if kept is None:
+    """``kept`` with its null rows (``have`` false) taken from ``fresh`` in order.
+
+    ``tail``: where those rows start when they are every row from there on.
+    """
+    if kept is None or have is None:
         return pa.chunked_array([] if fresh is None else [fresh], type=target)
     if fresh is None:
         return kept
     if tail is not None:  # the usual layout: carried rows first, then new files
         return pa.chunked_array([*kept.slice(0, tail).chunks, fresh], type=target)
     n = len(kept)
-    have = pc.is_valid(kept)
     # Row i is kept[i] where it has a struct, else the next row of fresh (at n + its rank).
     rank = pc.subtract(pc.cumulative_sum(pc.cast(pc.invert(have), pa.int64())), av.int64(1))
     positions = pc.if_else(have, av.int_range(0, n), pc.add(rank, av.int64(n)))
@@ -160,7 +154,6 @@ def _conform_chunked(array: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedA
 
     Fields ``target`` lacks are dropped (``tightBounds``, columns no longer indexed), fields
     ``array`` lacks are null (columns indexed since): unknown statistics, never wrong ones.
-    The same object comes back when nothing changes.
     """
     if array.type == target:
         return array

@@ -32,6 +32,7 @@ from deltalog.column_mapping import (
     physical_schema,
 )
 from deltalog.commit import make_commit_info, now_ms, num_records, try_write, write_metrics
+from deltalog.config import num_indexed_cols
 from deltalog.errors import (
     AppendOnlyError,
     ConstraintViolationError,
@@ -80,7 +81,6 @@ from deltalog.spark.replace_data import (
 )
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
 from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
-from deltalog.stats import DEFAULT_INDEXED_COLS
 from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable, SchemaMode, new_table_actions
 from deltalog.table_changes import protocol_for_schema
@@ -742,7 +742,6 @@ def task_plan(
             f"spark.sql.parquet.compression.codec={codec!r} is not one deltalog can write "
             f"({sorted(CODECS)})"
         )
-    indexed = configuration.get("delta.dataSkippingNumIndexedCols")
     mode = mapping_mode(configuration)
     partition_schema = StructType(tuple(schema.field(c) for c in partition_columns))
     data_columns = tuple(c for c in written if c not in partition_columns)
@@ -756,7 +755,7 @@ def task_plan(
         partition_schema=partition_schema.to_json_string(),
         data_columns=data_columns,
         column_mapping=mode,
-        num_indexed_cols=int(indexed) if indexed else DEFAULT_INDEXED_COLS,
+        num_indexed_cols=num_indexed_cols(configuration),
         codec=codec,
         max_records_per_file=max(
             0,
