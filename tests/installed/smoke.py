@@ -69,6 +69,29 @@ assert DeltaTable(root).files().num_rows == 1
 assert not DeltaTable(root).check().findings
 print("ok create, append, read, check")
 
+# Typed statistics in the table's checkpoints when it asks, and filters pruned by them.
+typed_root = tempfile.mkdtemp(prefix="deltalog-smoke-typed-")
+typed = DeltaTable.create(
+    typed_root,
+    pa.schema([("id", pa.int64())]),
+    configuration={"delta.checkpoint.writeStatsAsStruct": "true"},
+)
+for k in range(2):
+    pq.write_table(pa.table({"id": [10 * k, 10 * k + 1]}), os.path.join(typed_root, f"{k}.parquet"))
+    typed.append_files([f"{k}.parquet"])
+typed.checkpoint()
+(checkpoint,) = [
+    n
+    for n in os.listdir(os.path.join(typed_root, "_delta_log"))
+    if n.endswith(".checkpoint.parquet")
+]
+add_type = pq.read_schema(os.path.join(typed_root, "_delta_log", checkpoint)).field("add").type
+assert add_type.get_field_index("stats_parsed") >= 0, add_type
+reopened = DeltaTable(typed_root)
+assert reopened.snapshot.parsed_stats() is not None
+assert reopened.files(filter="id >= 10").column("path").to_pylist() == ["1.parquet"]
+print("ok stats_parsed written, read back and pruned by")
+
 for uri, extra in (("s3://bucket/t", "s3"), ("gs://bucket/t", "gcs"), ("az://c/t", "azure")):
     if extra in extras:
         continue
