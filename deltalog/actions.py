@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar, TypeVar, Union, get_args, get_origi
 import orjson
 
 from deltalog.errors import EmptyCommitError, MalformedCommitError
+from deltalog.property_keys import TableProperties
 
 JSON = Any
 _A = TypeVar("_A", bound="Action")
@@ -278,6 +279,11 @@ class Metadata(Action):
     configuration: dict[str, str | None] = field(default_factory=dict)
     created_time: int | None = None
     extra: dict[str, JSON] = field(default_factory=_extra)
+
+    def __post_init__(self) -> None:
+        # Its delta.* keys are read in any case, as delta-spark matches them (property_keys).
+        if type(self.configuration) is not TableProperties:
+            object.__setattr__(self, "configuration", TableProperties(self.configuration))
 
     def to_json_dict(self) -> dict[str, JSON]:
         """Body in delta-spark's order: id, name, description, format, schemaString, ..."""

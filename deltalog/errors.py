@@ -33,7 +33,7 @@
     │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
-    │   ├── InvalidPropertyError      a delta.* table property with an invalid value
+    │   ├── InvalidPropertyError      an unknown delta.* table property, or an invalid value
     │   ├── ClusteringChangeError     a change that would break a clustered table's clustering
     │   ├── FileNotInTableError       removing a file that is not live
     │   ├── MissingRowCountError      an add without numRecords on a row-tracking table
@@ -294,7 +294,7 @@ class ClusteringChangeError(InvalidInputError):
 
 
 class InvalidPropertyError(InvalidInputError):
-    """A known ``delta.*`` table property has a value delta-spark would refuse."""
+    """A ``delta.*`` table property delta-spark would refuse: unknown, or an invalid value."""
 
 
 class FileNotInTableError(InvalidInputError):
