@@ -99,18 +99,25 @@ def canonical_properties(
     """
     out: dict[str, str] = {}
     seen: dict[str, str] = {}  # each key's proper spelling -> the key stored for it
+    kept: set[str] = set()  # keys carried over from ``previous`` in another spelling
     for key, value in configuration.items():
         stored = _stored_key(key, value, previous or {})
         proper = canonical_key(stored) or stored
+        carried = stored != proper
         if proper in seen:
-            if out[seen[proper]] != value:
+            first = seen[proper]
+            if out[first] == value or carried:
+                continue
+            if first not in kept:
                 raise InvalidPropertyError(
                     f"table property {proper} is given twice (in different cases) with "
-                    f"different values: {out[seen[proper]]!r} and {value!r}"
+                    f"different values: {out[first]!r} and {value!r}"
                 )
-            continue
+            del out[first]  # a new value replaces the one in force under another spelling
         seen[proper] = stored
         out[stored] = value
+        if carried:
+            kept.add(stored)
     return out
 
 

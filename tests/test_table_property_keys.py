@@ -163,3 +163,15 @@ def test_table_properties_lookup() -> None:
     assert list(props) == ["delta.appendonly", "Owner"]  # written back as the log spells them
     assert property_value({"delta.APPENDONLY": "true"}, "delta.appendOnly") == "true"
     assert all(canonical_key(key.upper()) == key for key in KNOWN_KEYS)
+
+
+def test_a_new_value_replaces_a_foreign_spelling(tmp_path: Path) -> None:
+    table = _foreign_table(tmp_path, {"delta.appendonly": "true"})
+    tx = table.transaction("SET TBLPROPERTIES")
+    tx.update_metadata(
+        configuration={**table.metadata().configuration, "delta.appendOnly": "false"}
+    )
+    tx.commit()
+    assert _log_configuration(tmp_path, 1) == {"delta.appendOnly": "false"}
+    table = DeltaTable(str(tmp_path))
+    table.overwrite_files([write_parquet(tmp_path, "g.parquet", DATA)])
