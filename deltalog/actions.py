@@ -8,6 +8,7 @@ does not know (kept in ``extra``) so that a read-modify-write round trip loses n
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import re
 import reprlib
 from collections.abc import Callable, Iterable, Mapping
@@ -16,7 +17,8 @@ from typing import Annotated, Any, ClassVar, TypeVar, Union, get_args, get_origi
 
 import orjson
 
-from deltalog.errors import MalformedCommitError
+from deltalog.errors import EmptyCommitError, MalformedCommitError
+from deltalog.property_keys import TableProperties
 
 JSON = Any
 _A = TypeVar("_A", bound="Action")
@@ -278,6 +280,11 @@ class Metadata(Action):
     created_time: int | None = None
     extra: dict[str, JSON] = field(default_factory=_extra)
 
+    def __post_init__(self) -> None:
+        # Its delta.* keys are read in any case, as delta-spark matches them (property_keys).
+        if type(self.configuration) is not TableProperties:
+            object.__setattr__(self, "configuration", TableProperties(self.configuration))
+
     def to_json_dict(self) -> dict[str, JSON]:
         """Body in delta-spark's order: id, name, description, format, schemaString, ..."""
         body: dict[str, JSON] = {"id": self.id}
@@ -417,6 +424,7 @@ ACTION_TYPES: dict[str, type[Action]] = {
 }
 
 _BLANK = re.compile(rb"^\s*$")
+_NO_ACTION = re.compile(rb"\s*\Z")
 
 
 def parse_action(obj: JSON) -> Action:
@@ -494,6 +502,25 @@ def parse_actions(
                 f"{path or 'commit'} line {lineno}: {exc}", version=version, path=path
             ) from exc
     return out
+
+
+def require_actions(data: bytes | mmap.mmap, *, version: int, path: str) -> None:
+    """Refuse a commit file that holds no action (0 bytes, or only blank lines).
+
+    delta-spark and the Delta kernel read such a file as a commit that changes nothing; a
+    writer never commits nothing, though, so the file is a write that was lost (and with it
+    whatever the commit added or removed). deltalog refuses to guess.
+
+    Raises:
+        EmptyCommitError: Naming the version and the path.
+    """
+    if _NO_ACTION.match(data):
+        raise EmptyCommitError(
+            f"{path}: commit {version} holds no action ({len(data)} bytes); its write was "
+            "lost, so the table state from this version on cannot be known",
+            version=version,
+            path=path,
+        )
 
 
 def _not_utf8(line: bytes) -> bool:

@@ -25,8 +25,16 @@ import pyarrow.compute as pc
 
 from deltalog import arrow_values as av
 from deltalog.check import CheckReport, check_table
-from deltalog.errors import CorruptLogError, DeltaLogError, InvalidInputError
+from deltalog.errors import (
+    CorruptLogError,
+    DeltaLogError,
+    InvalidInputError,
+    StorageConfigurationError,
+)
 from deltalog.history import table_history
+from deltalog.logstores.options import recording_option_reads, redact_uri, safe_option_name
+from deltalog.logstores.registry import is_builtin, scheme_of
+from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable
 from deltalog.worker_pool import worker_pool
 
@@ -51,6 +59,31 @@ def _options(pairs: list[str]) -> dict[str, str]:
             raise InvalidInputError("--option expects KEY=VALUE (an argument has no '=')")
         options[key.strip()] = value
     return options
+
+
+def _refuse_unused_options(args: argparse.Namespace) -> None:
+    """Refuse ``-o`` options the table's store does not read: a typo must not pass unnoticed.
+
+    The store is opened once with the options, recording the names it looks up (a library
+    caller may share one dictionary with delta-rs; a command line has no such reason). Stores
+    from plugins are not checked: they need not report what they read.
+
+    Raises:
+        StorageConfigurationError: Naming the options that do not apply.
+    """
+    options = _options(getattr(args, "option", None) or [])
+    if not options or not is_builtin(args.table):
+        return
+    with recording_option_reads() as reads:
+        TableStorage.open(args.table, options)
+    unused = sorted(key for key in options if key.lower() not in reads)
+    if unused:
+        named = ", ".join(safe_option_name(key) for key in unused)
+        known = ", ".join(sorted(name for name in reads if "." in name)) or "no options"
+        raise StorageConfigurationError(
+            f"storage option(s) {named} do not apply to {redact_uri(args.table)}: its "
+            f"{scheme_of(args.table)} store reads {known}"
+        )
 
 
 def _ts(ms: Any) -> str:
@@ -568,6 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``deltalog`` console script."""
     args = build_parser().parse_args(argv)
     try:
+        _refuse_unused_options(args)
         status = args.func(args)
     except DeltaLogError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

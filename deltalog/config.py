@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 
 from deltalog.errors import InvalidInputError
+from deltalog.property_keys import find_key
 
 _INTERVAL = re.compile(r"^\s*(?:interval\s+)?(\d+)\s*([a-z]+)\s*$", re.IGNORECASE)
 _UNIT_MS = {
@@ -32,6 +33,12 @@ WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
 DEFAULT_INDEXED_COLS = 32
 
 
+def property_value(config: Mapping[str, str | None], key: str) -> str | None:
+    """The value of table property ``key``; a ``delta.*`` key is found in any case."""
+    present = find_key(config, key)
+    return None if present is None else config[present]
+
+
 def parse_interval_ms(text: str) -> int:
     """Milliseconds in a Delta interval such as ``interval 1 week`` or ``30 days``.
 
@@ -53,7 +60,7 @@ def parse_interval_ms(text: str) -> int:
 
 def checkpoint_interval(config: Mapping[str, str | None]) -> int:
     """``delta.checkpointInterval`` (default 10)."""
-    raw = config.get(CHECKPOINT_INTERVAL)
+    raw = property_value(config, CHECKPOINT_INTERVAL)
     try:
         value = int(raw) if raw else 10
     except ValueError:
@@ -65,7 +72,7 @@ def checkpoint_interval(config: Mapping[str, str | None]) -> int:
 
 def duration_ms(config: Mapping[str, str | None], key: str, default: str) -> int:
     """A duration property in milliseconds."""
-    return parse_interval_ms(config.get(key) or default)
+    return parse_interval_ms(property_value(config, key) or default)
 
 
 def tombstone_retention_ms(config: Mapping[str, str | None]) -> int:
@@ -80,15 +87,16 @@ def log_retention_ms(config: Mapping[str, str | None]) -> int:
 
 def num_indexed_cols(config: Mapping[str, str | None]) -> int:
     """``delta.dataSkippingNumIndexedCols`` (default 32; ``-1``: every leaf column)."""
-    text = (config.get(NUM_INDEXED_COLS) or "").strip()
+    text = (property_value(config, NUM_INDEXED_COLS) or "").strip()
     return int(text) if text.lstrip("-").isdigit() else DEFAULT_INDEXED_COLS
 
 
 def write_stats_as_struct(config: Mapping[str, str | None]) -> bool | None:
     """``delta.checkpoint.writeStatsAsStruct``; ``None`` when unset."""
-    return {"true": True, "false": False}.get((config.get(WRITE_STATS_AS_STRUCT) or "").lower())
+    text = property_value(config, WRITE_STATS_AS_STRUCT) or ""
+    return {"true": True, "false": False}.get(text.lower())
 
 
 def expired_log_cleanup(config: Mapping[str, str | None]) -> bool:
     """``delta.enableExpiredLogCleanup`` (default true, as in delta-spark)."""
-    return (config.get(EXPIRED_LOG_CLEANUP) or "true").lower() == "true"
+    return (property_value(config, EXPIRED_LOG_CLEANUP) or "true").lower() == "true"

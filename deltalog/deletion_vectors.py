@@ -18,6 +18,7 @@ numbers the buckets by position and gives each one's size.
 
 from __future__ import annotations
 
+import re
 import sys
 import uuid
 import zlib
@@ -30,7 +31,13 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeletionVectorError
 
-__all__ = ["DeletionVectorError", "dv_file_path", "read_deletion_vector", "z85_decode"]
+__all__ = [
+    "DeletionVectorError",
+    "dv_file_path",
+    "is_dv_tombstone",
+    "read_deletion_vector",
+    "z85_decode",
+]
 
 Z85_ALPHABET = (
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -84,6 +91,22 @@ def dv_file_path(descriptor: Mapping[str, Any]) -> str | None:
         name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
         return f"{prefix}/{name}" if prefix else name
     raise DeletionVectorError(f"unknown deletion vector storage type {kind!r}")
+
+
+#: A DV file's name, as delta-spark matches it (``DeletionVectorDescriptor``).
+_DV_FILE_NAME = re.compile(r"deletion_vector_[^.]+\.bin")
+
+
+def is_dv_tombstone(path: str, descriptor: Mapping[str, Any] | None) -> bool:
+    """Whether a ``remove`` of ``path`` (with ``descriptor``) is a deletion-vector tombstone.
+
+    Dropping the ``deletionVectors`` feature, delta-spark (4.x) commits a ``remove`` of each
+    DV file the table's tombstones still point to (operation "Deletion Vector Tombstones", no
+    ``deletionVector``, ``dataChange=false``) so that vacuum deletes those files in time. Such a
+    remove names a file that was never added, and is recognised, as delta-spark does, by the
+    file name ``deletion_vector_<id>.bin``.
+    """
+    return descriptor is None and _DV_FILE_NAME.fullmatch(path.rsplit("/", 1)[-1]) is not None
 
 
 def read_deletion_vector(

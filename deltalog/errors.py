@@ -10,6 +10,7 @@
     ├── CorruptLogError               the log on storage breaks the protocol
     │   ├── VersionGapError           commit versions are not contiguous
     │   ├── MalformedCommitError      a line is not UTF-8, not JSON, or not a valid action
+    │   ├── EmptyCommitError          a commit file holds no action (0 bytes: a lost write)
     │   ├── MissingProtocolError      no protocol action at the start of the replayed history
     │   ├── MissingMetadataError      no metaData action at the start of the replayed history
     │   ├── CorruptCheckpointError    a checkpoint or _last_checkpoint cannot be used
@@ -32,7 +33,7 @@
     │   ├── DataFileNotFoundError     a data file (or directory) to add does not exist
     │   ├── DuplicateFileError        a file given twice, or added while already live
     │   ├── AppendOnlyError           removing data from a delta.appendOnly table
-    │   ├── InvalidPropertyError      a delta.* table property with an invalid value
+    │   ├── InvalidPropertyError      an unknown delta.* table property, or an invalid value
     │   ├── ClusteringChangeError     a change that would break a clustered table's clustering
     │   ├── FileNotInTableError       removing a file that is not live
     │   ├── MissingRowCountError      an add without numRecords on a row-tracking table
@@ -107,6 +108,15 @@ class VersionGapError(CorruptLogError):
 
 class MalformedCommitError(CorruptLogError):
     """A commit file has a line that is not UTF-8, not JSON, or not a valid action."""
+
+
+class EmptyCommitError(CorruptLogError):
+    """A commit file holds no action: it is empty (0 bytes) or only blank lines.
+
+    Every writer puts at least a ``commitInfo`` in a commit, so an empty one is a write that
+    never reached storage (a crash on a store without atomic writes, a truncated copy); reading
+    it as "no change" would silently drop whatever that commit added or removed.
+    """
 
 
 class MissingProtocolError(CorruptLogError):
@@ -284,7 +294,7 @@ class ClusteringChangeError(InvalidInputError):
 
 
 class InvalidPropertyError(InvalidInputError):
-    """A known ``delta.*`` table property has a value delta-spark would refuse."""
+    """A ``delta.*`` table property delta-spark would refuse: unknown, or an invalid value."""
 
 
 class FileNotInTableError(InvalidInputError):

@@ -16,6 +16,7 @@ import threading
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.commit import now_ms
 from deltalog.config import checkpoint_interval, expired_log_cleanup, log_retention_ms
+from deltalog.property_keys import TableProperties
 from deltalog.retention import run_cleanup
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
@@ -92,7 +93,7 @@ class Maintenance:
     def _run(self, snapshot: Snapshot) -> None:
         try:
             write_snapshot_checkpoint(self._storage, snapshot)
-            config = dict(snapshot.configuration)
+            config = TableProperties(snapshot.configuration)
             retention, now = log_retention_ms(config), now_ms()
             if expired_log_cleanup(config) and (
                 retention != self._cleanup_due[0] or now >= self._cleanup_due[1]

@@ -33,6 +33,7 @@ from deltalog.actions import (
     Txn,
     parse_action,
     parse_actions,
+    require_actions,
 )
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import count_problems
@@ -130,9 +131,12 @@ def read_commit(storage: TableStorage, name: str, version: int) -> list[Action]:
 
     Raises:
         MalformedCommitError: The file does not parse.
+        EmptyCommitError: The file holds no action.
     """
     data = storage.read_log_file(name)
-    return parse_actions(data, version=version, path=f"{storage.log_path}/{name}")
+    path = f"{storage.log_path}/{name}"
+    require_actions(data, version=version, path=path)
+    return parse_actions(data, version=version, path=path)
 
 
 _ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
@@ -307,7 +311,12 @@ def _read_commits(storage: TableStorage, segment: LogSegment) -> Iterator[tuple[
     """
 
     def read(batch: list[tuple[int, str, int]]) -> list[tuple[int, Text]]:
-        return [(version, storage.view_log_file(name)) for version, name, _ in batch]
+        out = []
+        for version, name, _ in batch:
+            data = storage.view_log_file(name)
+            require_actions(data, version=version, path=storage.log_file(name))
+            out.append((version, data))
+        return out
 
     pending: deque[tuple[int, Future[list[tuple[int, Text]]]]] = deque()
     batches = _read_batches(segment)
@@ -351,6 +360,7 @@ def _apply_commits(storage: TableStorage, segment: LogSegment, state: _State) ->
         parsed = parse_log_name(status.name)
         assert parsed is not None
         data = storage.read_log_file(status.name)
+        require_actions(data, version=parsed.version, path=status.path)
         actions = parse_actions(data, version=parsed.version, path=status.path)
         if parsed.version == 0:
             _check_first_commit(actions, status.path)
@@ -364,6 +374,7 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     Raises:
         CheckpointError: The segment's checkpoint cannot be read (callers fall back).
         MalformedCommitError: A commit does not parse.
+        EmptyCommitError: A commit file holds no action.
         MissingProtocolError: No protocol in the replayed history.
         MissingMetadataError: No metadata in the replayed history.
         UnsupportedFeatureError: The protocol needs a reader feature deltalog lacks.

@@ -45,7 +45,8 @@ from deltalog.predicates import (
     matches,
     partition_table,
 )
-from deltalog.properties import check_properties
+from deltalog.properties import canonical_properties, check_properties
+from deltalog.property_keys import TableProperties
 from deltalog.read import read_rows
 from deltalog.replay import replay
 from deltalog.retention import cleanup_log
@@ -601,7 +602,7 @@ class DeltaTable:
         Returns:
             The names of the deleted files.
         """
-        return cleanup_log(self._storage, dict(self._snapshot.configuration))
+        return cleanup_log(self._storage, TableProperties(self._snapshot.configuration))
 
     def vacuum(
         self,
@@ -699,12 +700,14 @@ def new_table_actions(
     Raises:
         InvalidSchemaError: The schema is invalid.
         InvalidInputError: A partition column is not in the schema, or has a complex type.
+        InvalidPropertyError: An unknown ``delta.*`` property, or a value it cannot take.
         UnsupportedFeatureError: A property enables a feature deltalog cannot write.
     """
     struct = as_struct(schema)
     partition_columns = list(partition_by)
     check_partition_columns(struct, partition_columns)
     config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
+    config = canonical_properties(config)
     check_properties(config)
     config = new_table_configuration(config)
     protocol = protocol_for_new_table(struct, config)

@@ -24,7 +24,7 @@ from deltalog.features import (
     protocol_for_new_table,
 )
 from deltalog.partitions import check_partition_columns
-from deltalog.properties import check_properties
+from deltalog.properties import canonical_properties, check_properties
 from deltalog.row_tracking import check_enablement as check_row_tracking_enablement
 from deltalog.schema import StructType, as_struct
 from deltalog.schema_merge import keeps_data_readable, type_widening_enabled
@@ -65,6 +65,7 @@ def metadata_change(
         InvalidSchemaError: The schema is invalid.
         InvalidInputError: The table id changes, partition columns are invalid, an argument
             has the wrong type, or the properties need writer features the protocol lacks.
+        InvalidPropertyError: A new unknown ``delta.*`` property, or a value it cannot take.
         UnsupportedFeatureError: The properties need a feature deltalog cannot write.
     """
     current = staged or snapshot.metadata
@@ -91,7 +92,7 @@ def metadata_change(
     struct = StructType.from_json_string(metadata.schema_string or "")
     check_partition_columns(struct, list(metadata.partition_columns))
     check_clustering_change(snapshot, metadata, struct)
-    config = {k: v for k, v in metadata.configuration.items() if v is not None}
+    metadata, config = _canonical_configuration(metadata, current)
     check_properties(config)
     check_row_tracking_enablement(current, metadata)
     struct, config = map_new_columns(struct, config, previous=current.configuration)
@@ -122,6 +123,22 @@ def metadata_change(
         changed = not keeps_data_readable(old, struct, type_widening=widening)
     rewrites = list(metadata.partition_columns) != list(snapshot.partition_columns) or changed
     return metadata, rewrites
+
+
+def _canonical_configuration(
+    metadata: Metadata, current: Metadata
+) -> tuple[Metadata, dict[str, str]]:
+    """``metadata`` with its ``delta.*`` keys spelt as Delta does, and its non-null properties.
+
+    Raises:
+        InvalidPropertyError: A new unknown ``delta.*`` key or protocol property.
+    """
+    given = {k: v for k, v in metadata.configuration.items() if v is not None}
+    config = canonical_properties(given, current.configuration)
+    if list(config) != list(given):
+        nulls = {k: v for k, v in metadata.configuration.items() if v is None}
+        metadata = dataclasses.replace(metadata, configuration={**config, **nulls})
+    return metadata, config
 
 
 def protocol_upgrade(snapshot: Snapshot, protocol: Protocol, metadata: Metadata) -> None:

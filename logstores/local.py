@@ -22,6 +22,7 @@ from .errors import (
     StoreConfigurationError,
     StoreIOError,
 )
+from .options import StoreOptions
 from .thread_pool import shared_pool
 
 #: Threads for listing a tree and deleting many files (filesystem calls release the GIL).
@@ -66,7 +67,8 @@ class LocalLogStore(LogStore):
     @classmethod
     def from_uri(cls, uri: str, options: Mapping[str, str]) -> tuple[LocalLogStore, str]:
         """Build a store for ``uri`` and return it with the root in the store's notation."""
-        fsync = options.get("local.fsync", "true").lower() != "false"
+        opts = StoreOptions(options, "local.", ("local.fsync",))
+        fsync = (opts.get("local.fsync") or "true").lower() != "false"
         return cls(fsync=fsync), local_path_from_uri(uri)
 
     def read(self, path: str) -> bytes:  # noqa: D102

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .errors import StoreConfigurationError
 
@@ -128,6 +130,26 @@ def redact_uri(uri: str) -> str:
     return uri
 
 
+#: Option names looked up in this context, when :func:`recording_option_reads` collects them.
+_reads: ContextVar[set[str] | None] = ContextVar("logstores_option_reads", default=None)
+
+
+@contextmanager
+def recording_option_reads() -> Iterator[set[str]]:
+    """Collect the option names (lower case, aliases too) stores look up within the block.
+
+    A store reads its options when it is built, so a name the store opened in the block never
+    looked up is one that does not apply to it (a command line can refuse it; a dictionary
+    shared with delta-rs may hold such names on purpose). Only :class:`StoreOptions` records.
+    """
+    seen: set[str] = set()
+    token = _reads.set(seen)
+    try:
+        yield seen
+    finally:
+        _reads.reset(token)
+
+
 def _is_location_option(key: str) -> bool:
     """Whether option ``key`` holds an endpoint or URL (where a password must not be)."""
     return any(word in key for word in ("endpoint", "url"))
@@ -166,6 +188,9 @@ class StoreOptions:
 
     def get(self, key: str, *aliases: str, env: Iterable[str] = ()) -> str | None:
         """The first value found under ``key``, its aliases, then environment variables."""
+        reads = _reads.get()
+        if reads is not None:
+            reads.update(name.lower() for name in (key, *aliases))
         for name in (key, *aliases):
             value = self._values.get(name.lower())
             if value is not None and value != "":

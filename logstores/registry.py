@@ -93,3 +93,9 @@ def open_store(uri: str, options: Mapping[str, str] | None = None) -> tuple[LogS
         known = ", ".join(sorted(BUILTIN_STORES))
         raise UnknownSchemeError(f"no log store for scheme {scheme!r} (known: {known})") from None
     return _load(target, scheme, extra).from_uri(uri, dict(options or {}))
+
+
+def is_builtin(uri: str) -> bool:
+    """Whether a built-in store serves ``uri`` (no plugin registered for its scheme)."""
+    scheme = scheme_of(uri)
+    return scheme in BUILTIN_STORES and not any(ep.name == scheme for ep in _plugins())

@@ -97,3 +97,33 @@ def test_checkpoint_command(table_uri: str, capsys: pytest.CaptureFixture[str]) 
     assert DeltaTable(table_uri).snapshot.checkpoint_version == 2
     assert main(["checkpoint", table_uri]) == 0
     assert "checkpoint of version 2: 2 files" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "command", ["describe", "files", "history", "check", "vacuum", "checkpoint"]
+)
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        ("foo=bar", "foo"),  # no store reads it
+        ("s3.endpoint=http://localhost:1", "s3.endpoint"),  # another store's option
+        ("local.fsynk=false", "local.fsynk"),  # a misspelt option of this store
+    ],
+)
+def test_an_option_the_store_does_not_read_is_an_error(
+    table_uri: str, capsys: pytest.CaptureFixture[str], command: str, option: str, named: str
+) -> None:
+    log = sorted(p.name for p in (Path(table_uri) / "_delta_log").iterdir())
+    assert main([command, table_uri, "-o", option]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("deltalog: error: StorageConfigurationError: ")
+    assert named in captured.err and "bar" not in captured.err
+    assert sorted(p.name for p in (Path(table_uri) / "_delta_log").iterdir()) == log  # no write
+
+
+def test_an_option_the_store_reads_is_taken(
+    table_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["describe", table_uri, "-o", "local.fsync=false", "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["version"] == 2

@@ -2,11 +2,12 @@
 
 The whole ``_delta_log`` is listed and walked version by version:
 
-1. Versions are contiguous from the oldest retained checkpoint (or from 0 without one).
-2. Every commit parses, and its actions form a valid set: at most one ``metaData`` and one
-   ``protocol``, one ``txn`` per app id, one file action of a kind per path, no file both added
-   and removed, no path that leaves the table or names another bucket or account
-   (:mod:`deltalog.check.actions`).
+1. Versions are contiguous from the oldest retained checkpoint (or from 0 without one), and
+   below it no commit is missing between two others (:mod:`deltalog.check.lost_commits`).
+2. Every commit holds at least one action and parses, and its actions form a valid set: at
+   most one ``metaData`` and one ``protocol``, one ``txn`` per app id, one file action of a
+   kind per path, no file both added and removed, no path that leaves the table or names
+   another bucket or account (:mod:`deltalog.check.actions`).
 3. Replaying the commits keeps the table state; a remove of a file that is not live is
    reported, partition values and ``stats`` (:mod:`deltalog.check.stats`) are checked against
    the schema in force, and the protocol's features must be known.

@@ -17,6 +17,7 @@ from deltalog.actions import (
 from deltalog.check.findings import Findings
 from deltalog.check.state import Layout, Layouts, LiveFile, TableState, fingerprint
 from deltalog.check.stats import stats_problems
+from deltalog.deletion_vectors import is_dv_tombstone
 from deltalog.errors import InvalidPathError, PartitionValueError, UnsupportedFeatureError
 from deltalog.features import DELTA_WRITER_FEATURES, check_readable
 from deltalog.file_actions import canonical_path, file_key, scheme_prefix
@@ -171,7 +172,9 @@ class ActionChecks:
             if isinstance(action, RemoveFile):
                 key = file_key(action.path, action.dv_id, self.prefix)
                 state.fingerprints.pop(key, None)
-                if state.files.pop(key, None) is None:
+                if state.files.pop(key, None) is None and not is_dv_tombstone(
+                    action.path, action.deletion_vector
+                ):
                     self.findings.report(
                         "remove-of-missing-file",
                         f"commit {version} removes {action.path!r}, which is not live",

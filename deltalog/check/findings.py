@@ -19,9 +19,13 @@ Severity = Literal["error", "warning", "info"]
 
 #: Every finding code, with its severity and what it means.
 CODES: dict[str, tuple[Severity, str]] = {
-    "version-gap": ("error", "a commit is missing after the oldest retained checkpoint"),
+    "version-gap": (
+        "error",
+        "a commit is missing after the oldest retained checkpoint, or between two commits",
+    ),
     "missing-history": ("error", "no checkpoint covers the versions before the first commit"),
     "malformed-commit": ("error", "a commit line is not UTF-8, JSON, or a valid action"),
+    "empty-commit": ("error", "a commit file holds no action (0 bytes): a lost write"),
     "multiple-metadata": ("error", "a commit has more than one metaData action"),
     "multiple-protocol": ("error", "a commit has more than one protocol action"),
     "duplicate-txn": ("error", "a commit has two txn actions for one appId"),

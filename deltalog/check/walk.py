@@ -10,6 +10,7 @@ from deltalog.check.checkpoints import CheckpointChecks
 from deltalog.check.checksums import SIZE_CHECKS, check_checksum
 from deltalog.check.files import FileChecks
 from deltalog.check.findings import CheckReport, Findings
+from deltalog.check.lost_commits import empty_commit, gaps_below_checkpoint
 from deltalog.check.state import TableState, compare_checkpoint
 from deltalog.errors import MalformedCommitError, TableNotFoundError
 from deltalog.logstores import FileStatus, LogFileNotFoundError
@@ -75,7 +76,10 @@ class _Walk:
             raise TableNotFoundError(f"no Delta table at {self.storage.uri}: the log is empty")
         self._incomplete_checkpoints(entries)
         retained = sorted(v for v in listing.checkpoints if not listing.stranded(v))
-        self._gaps(set(listing.commits), retained or sorted(listing.checkpoints))
+        starts = retained or sorted(listing.checkpoints)
+        self._gaps(set(listing.commits), starts)
+        oldest = starts[0] if starts else None
+        gaps_below_checkpoint(self.findings, self.storage, set(listing.commits), oldest)
         self.crcs = {
             int(e.name[:20]): e.name
             for e in entries
@@ -185,6 +189,8 @@ class _Walk:
         except LogFileNotFoundError:
             return None  # removed by log cleanup after the listing
         self.checked["commits"] += 1
+        if empty_commit(self.findings, version, data, path):
+            return None
         try:
             actions = parse_actions(data, version=version, path=path)
         except MalformedCommitError as exc:
