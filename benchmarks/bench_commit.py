@@ -26,30 +26,37 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
-import random
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-import traceback
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import bench_replay as br  # the sibling module: table generation and report helpers
-import scratch as scratch_dirs
+import scratch as scratch_dirs  # the sibling modules
+from commit_child import CHILD_TIMEOUT_S, child_main
+from gen_commit import ensure_master
+from harness import (
+    ENGINES,
+    ROOT,
+    children_cpu_s,
+    code_fingerprint,
+    environment,
+    fmt,
+    fresh_copy,
+    lat_stats,
+    log,
+    md_table,
+    note_checkout_change,
+    note_code_change,
+    prime_memory,
+    system_busy_s,
+    text_table,
+)
 
-ROOT = br.ROOT
-ENGINES = br.ENGINES  # ("deltalog", "delta-rs")
-GENERATOR_VERSION = 1  # bump when the generated layout changes: forces regeneration
-MARKER = br.MARKER
-CHILD_TIMEOUT_S = 900
-BARRIER_TIMEOUT_S = 300
 SINGLE_TARGET = 10.0  # goal: deltalog commits/s >= 10x delta-rs'
-PARTITION_BY = '["part"]'
 DEFAULT_PRIME_GIB = 1.0
 BUSY_CORES = 0.2  # CPU other processes may use during a run before it is flagged as noisy
 
@@ -95,570 +102,7 @@ def make_config(
     )
 
 
-# --------------------------------------------------------------------------- tables
-def _master_params(kind: str, version: int) -> dict[str, Any]:
-    return {
-        "generator": GENERATOR_VERSION,
-        "replay_generator": br.GENERATOR_VERSION,
-        "kind": kind,
-        "version": version,
-        "seed": br.SEED,
-    }
-
-
-def _verify_master(table: Path, version: int, n_files: int) -> dict[str, Any]:
-    """Both engines must open the master table at ``version`` with ``n_files`` live files."""
-    import deltalake
-
-    import deltalog
-
-    dl = deltalog.DeltaTable(str(table))
-    rs = deltalake.DeltaTable(str(table))
-    found = {
-        "deltalog": (dl.version(), dl.snapshot.num_files),
-        "delta-rs": (rs.version(), rs.get_add_actions().num_rows),
-    }
-    for engine, got in found.items():
-        if got != (version, n_files):
-            raise SystemExit(
-                f"{table}: {engine} sees (version, files) {got}, want {version, n_files}"
-            )
-    return {k: list(v) for k, v in found.items()}
-
-
-def ensure_master(data_dir: Path, kind: str, version: int) -> Path:
-    """Generate (once) the master table a workload copies for every run.
-
-    ``single``: versions 0..``version`` written as JSON commits with one add each (commit 0 also
-    holds protocol (1, 2) and metaData: no table properties, partitioned by ``part``), plus a
-    classic checkpoint of the head version written by deltalog and ``_last_checkpoint``, so the
-    head has ``version + 1`` live files. ``contention``: commit 0 only (empty table).
-    """
-    name = f"commit_single_v{version}" if kind == "single" else "commit_empty"
-    table = data_dir / name
-    params = _master_params(kind, version)
-    marker = br._read_marker(table)
-    if marker is not None and marker.get("params") == params:
-        return table
-    if table.exists():
-        shutil.rmtree(table)
-    tmp = table.with_name(table.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    t0 = time.perf_counter()
-    br._log(f"[gen] {name}: head version {version}")
-    if kind == "single":
-        br._gen_json_table(tmp, version + 1, 1)
-        import deltalog
-
-        deltalog.DeltaTable(str(tmp)).checkpoint()
-        n_files = version + 1
-    else:
-        br._gen_json_table(tmp, 1, 0)
-        n_files = 0
-    tmp.rename(table)
-    verified = _verify_master(table, version, n_files)
-    (table / MARKER).write_text(json.dumps({"params": params, "verified": verified}, indent=1))
-    br._log(f"[gen] {name}: done in {time.perf_counter() - t0:.1f}s, verified {verified}")
-    return table
-
-
-def fresh_copy(master: Path, scratch: Path) -> Path:
-    """A private copy of ``master`` (marker left out), read once into the page cache.
-
-    The copy is flushed to disk (``os.sync``) before the run: otherwise the first fsyncs of the
-    measured commits (deltalog fsyncs, delta-rs does not) would also write back the copy.
-    """
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    shutil.copytree(master, scratch, ignore=shutil.ignore_patterns(MARKER))
-    br._warm(scratch)
-    os.sync()
-    return scratch
-
-
-def code_fingerprint() -> str:
-    """SHA-256 over the library's source files, so edits made during a run are noticed.
-
-    ``git describe --dirty`` stays the same while a dirty tree keeps changing.
-    """
-    import hashlib
-
-    h = hashlib.sha256()
-    for package in ("deltalog", "logstores", "checkpoints"):
-        for f in sorted((ROOT / package).rglob("*.py")):
-            h.update(str(f.relative_to(ROOT)).encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _log_names(path: str) -> set[str]:
-    return set(os.listdir(os.path.join(path, "_delta_log")))
-
-
-def _checkpoint_versions(names: set[str]) -> list[int]:
-    return sorted(int(n[:20]) for n in names if n.endswith(".checkpoint.parquet"))
-
-
-def _add_columns(start: int, n: int, seed: int) -> dict[str, list[Any]]:
-    """``n`` delta-spark-style adds (path, partition, size, mtime, ~150-byte stats)."""
-    return br.add_columns(start, n, random.Random(seed))
-
-
-def _import_both() -> None:
-    """Import both libraries (and what they import) so both engines start equal."""
-    import deltalake
-    import deltalake.transaction  # noqa: F401
-    import orjson  # noqa: F401
-    import pyarrow
-    import pyarrow.compute
-    import pyarrow.parquet  # noqa: F401
-
-    import deltalog
-    import deltalog.table  # noqa: F401  (``import deltalog`` alone is lazy)
-
-
-# --------------------------------------------------------------------------- committers
-class Committer:
-    """One engine's writer on one table: ``commit(i)`` appends pre-built add number ``i``.
-
-    deltalog: ``tx = table.transaction("WRITE", parameters=...); tx.add(AddFile); tx.commit()``
-    (the table object advances to the new version in memory). delta-rs:
-    ``dt.create_write_transaction([AddAction], mode="append", ...)`` then
-    ``dt.update_incremental()`` (delta-rs does not move the object to the version it wrote).
-    """
-
-    def __init__(self, engine: str, path: str) -> None:
-        self.engine = engine
-        self.path = path
-        self.attempts = 0  # deltalog: sum of tx.attempts
-        self.commit_s: list[float] = []  # delta-rs: create_write_transaction part of each commit
-        self.refresh_s: list[float] = []  # delta-rs: update_incremental part
-        self._adds: list[Any] = []
-        if engine == "deltalog":
-            import deltalog
-
-            self._table = deltalog.DeltaTable(path)
-            self._params = {"mode": "Append", "partitionBy": PARTITION_BY}
-        elif engine == "delta-rs":
-            import deltalake
-
-            self._dt = deltalake.DeltaTable(path)
-            self._schema = self._dt.schema()
-        else:
-            raise ValueError(f"unknown engine {engine!r}")
-
-    def prepare(self, cols: dict[str, list[Any]]) -> None:
-        """Build the engine's add actions from generated columns (before anything is timed)."""
-        rows = zip(
-            cols["path"],
-            cols["partitionValues"],
-            cols["size"],
-            cols["modificationTime"],
-            cols["stats"],
-            strict=True,
-        )
-        if self.engine == "deltalog":
-            from deltalog import AddFile
-
-            self._adds = [
-                AddFile(
-                    path=p,
-                    partition_values={"part": part},
-                    size=size,
-                    modification_time=mtime,
-                    data_change=True,
-                    stats=stats,
-                )
-                for p, part, size, mtime, stats in rows
-            ]
-        else:
-            from deltalake.transaction import AddAction
-
-            self._adds = [
-                AddAction(
-                    path=p,
-                    size=size,
-                    partition_values={"part": part},
-                    modification_time=mtime,
-                    data_change=True,
-                    stats=stats,
-                )
-                for p, part, size, mtime, stats in rows
-            ]
-
-    @property
-    def paths(self) -> list[str]:
-        """Paths of the pre-built adds, in commit order."""
-        return [a.path for a in self._adds]
-
-    def commit(self, i: int) -> int:
-        """Commit add ``i`` as one blind append; returns the retries it took (deltalog)."""
-        if self.engine == "deltalog":
-            tx = self._table.transaction("WRITE", parameters=self._params)
-            try:
-                tx.add(self._adds[i])
-                tx.commit()
-            finally:
-                self.attempts += tx.attempts
-            return max(tx.attempts - 1, 0)
-        t0 = time.perf_counter()
-        try:
-            self._dt.create_write_transaction(
-                [self._adds[i]], mode="append", schema=self._schema, partition_by=["part"]
-            )
-        finally:
-            t1 = time.perf_counter()
-            self._dt.update_incremental()  # after a failure too: a real writer re-reads
-            self.commit_s.append(t1 - t0)
-            self.refresh_s.append(time.perf_counter() - t1)
-        return 0
-
-    def finish(self) -> float:
-        """Wait for work the commits left running (deltalog's background checkpoints).
-
-        Returns:
-            Seconds waited. The caller counts them in the measured time: delta-rs writes its
-            checkpoints inside the commit call, so both engines pay for theirs.
-        """
-        t0 = time.perf_counter()
-        if self.engine == "deltalog":
-            wait = getattr(self._table, "wait_for_checkpoints", None)
-            if wait is not None:
-                wait()
-        return time.perf_counter() - t0
-
-    def state(self) -> tuple[int, int]:
-        """(version, live files) of the writer's table object (not timed)."""
-        if self.engine == "deltalog":
-            return self._table.version(), self._table.snapshot.num_files
-        return self._dt.version(), self._dt.get_add_actions().num_rows
-
-
-# --------------------------------------------------------------------------- child: single
-def _start_profile() -> tuple[Any, list[Any]]:
-    """A cProfile for this thread, and one for every thread started from now on.
-
-    cProfile only sees the thread that enables it; deltalog writes its checkpoints on a
-    background thread, so each new thread enables its own profiler on its first event.
-    """
-    import cProfile
-    import threading
-
-    thread_profiles: list[Any] = []
-
-    def start_in_thread(*_: Any) -> None:
-        sys.setprofile(None)
-        p = cProfile.Profile()
-        thread_profiles.append(p)
-        p.enable()
-
-    threading.setprofile(start_in_thread)
-    return cProfile.Profile(), thread_profiles
-
-
-def _save_profile(prof: Any, thread_profiles: list[Any], path: str) -> int:
-    """Dump the main thread's profile merged with the other threads' (summed) to ``path``.
-
-    Returns:
-        How many other threads were profiled.
-    """
-    import pstats
-    import threading
-
-    threading.setprofile(None)
-    stats = pstats.Stats(prof)
-    for p in thread_profiles:
-        stats.add(p)
-    stats.dump_stats(path)
-    return len(thread_profiles)
-
-
-def single_child(engine: str, path: str, n: int, profile: str | None) -> dict[str, Any]:
-    """Open the table, then time ``n`` commits one by one; prints nothing, returns the result."""
-    _import_both()
-    before = _log_names(path)
-    committer = Committer(engine, path)  # opening the table is not measured
-    start_version, start_files = committer.state()
-    committer.prepare(_add_columns(start_files, n, br.SEED + 7))
-    latencies: list[float] = []
-    prof, thread_profiles = _start_profile() if profile else (None, [])
-    cpu0 = br._cpu()
-    t_start = time.perf_counter()
-    if prof is not None:
-        prof.enable()
-    for i in range(n):
-        t0 = time.perf_counter()
-        committer.commit(i)
-        latencies.append(time.perf_counter() - t0)
-    drain = committer.finish()
-    if prof is not None:
-        prof.disable()
-    seconds = time.perf_counter() - t_start
-    cpu1 = br._cpu()
-    profiled_threads = _save_profile(prof, thread_profiles, profile) if prof and profile else 0
-    end_version, end_files = committer.state()
-    after = _log_names(path)
-    new_cps = _checkpoint_versions(after - before)
-    first_version = start_version + 1
-    cp_latency = [latencies[v - first_version] for v in new_cps if 0 <= v - first_version < n]
-    out: dict[str, Any] = {
-        "engine": engine,
-        "start_version": start_version,
-        "start_files": start_files,
-        "end_version": end_version,
-        "end_files": end_files,
-        "commits": n,
-        "seconds": seconds,
-        "drain_seconds": drain,
-        "cpu_seconds": (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1]),
-        "sys_seconds": cpu1[1] - cpu0[1],
-        "latencies_ms": [x * 1000 for x in latencies],
-        "checkpoints_written": new_cps,
-        "checkpoint_commit_ms": [x * 1000 for x in cp_latency],
-        "log_files_deleted": len(before - after),
-        "rss_peak_kib": br._maxrss_kib(),
-        "profiled_threads": profiled_threads,
-    }
-    if engine == "deltalog":
-        out["attempts"] = committer.attempts
-    else:
-        out["commit_ms"] = [x * 1000 for x in committer.commit_s]
-        out["refresh_ms"] = [x * 1000 for x in committer.refresh_s]
-    return out
-
-
-# --------------------------------------------------------------------------- child: contention
-def _writer_main(
-    engine: str, path: str, writer: int, n: int, barrier: Any, results: Any
-) -> None:  # runs in a spawned process
-    try:
-        _import_both()
-        cols = _add_columns(writer * 1_000_000, n, br.SEED + 1000 + writer)
-        # distinct, recognisable paths per writer
-        cols["path"] = [p.replace("part-", f"part-w{writer:02d}-", 1) for p in cols["path"]]
-        committer = Committer(engine, path)
-        committer.prepare(cols)
-        paths = committer.paths
-        ok: list[str] = []
-        failed: list[str] = []
-        retries = 0
-        errors: Counter[str] = Counter()
-        samples: dict[str, str] = {}
-        latencies: list[float] = []
-        barrier.wait(timeout=BARRIER_TIMEOUT_S)
-        t_start = time.monotonic()
-        for i in range(n):
-            t0 = time.perf_counter()
-            try:
-                retries += committer.commit(i)
-                ok.append(paths[i])
-            except Exception as exc:  # a failed commit is a result, not a crash
-                failed.append(paths[i])
-                key = type(exc).__name__
-                errors[key] += 1
-                samples.setdefault(key, str(exc)[:400])
-            latencies.append(time.perf_counter() - t0)
-        committer.finish()  # background checkpoints count in the wall time
-        t_end = time.monotonic()
-        if engine == "deltalog":
-            retries = committer.attempts - n
-        results.put(
-            {
-                "writer": writer,
-                "ok": ok,
-                "failed": failed,
-                "retries": retries,
-                "errors": dict(errors),
-                "error_samples": samples,
-                "latencies_ms": [x * 1000 for x in latencies],
-                "start": t_start,
-                "end": t_end,
-            }
-        )
-    except BaseException:
-        results.put({"writer": writer, "crash": traceback.format_exc()[-4000:]})
-        raise
-
-
-def _read_log(path: str) -> dict[str, Any]:
-    """Every commit file of the table: versions present and the add paths per commit."""
-    import orjson
-
-    log_dir = os.path.join(path, "_delta_log")
-    versions = sorted(
-        int(n[:20]) for n in os.listdir(log_dir) if n.endswith(".json") and len(n) == 25
-    )
-    adds: Counter[str] = Counter()
-    commits_with_adds = 0
-    for v in versions:
-        with open(os.path.join(log_dir, f"{v:020d}.json"), "rb") as fh:
-            found = False
-            for line in fh:
-                if line.strip():
-                    action = orjson.loads(line)
-                    if "add" in action:
-                        adds[action["add"]["path"]] += 1
-                        found = True
-            commits_with_adds += found
-    return {"versions": versions, "adds": adds, "commits_with_adds": commits_with_adds}
-
-
-def verify_contention(path: str, writers: list[dict[str, Any]]) -> dict[str, Any]:
-    """Check the table after the race against what the writers reported.
-
-    Every commit reported successful must be in the log exactly once and live in both engines'
-    view; the log must have no gap and end at version = number of successful commits (the table
-    starts at version 0). A commit reported failed whose file is in the log anyway is counted
-    as ``failed_but_landed`` and fails the check too (its writer would retry it: a duplicate).
-    """
-    import deltalake
-
-    import deltalog
-
-    ok = [p for w in writers for p in w["ok"]]
-    failed = [p for w in writers for p in w["failed"]]
-    log = _read_log(path)
-    versions = log["versions"]
-    adds: Counter[str] = log["adds"]
-    head = versions[-1] if versions else -1
-    gaps = sorted(set(range(head + 1)) - set(versions))
-    lost = [p for p in ok if adds[p] == 0]
-    duplicated = [p for p, c in adds.items() if c > 1]
-    failed_landed = [p for p in failed if adds[p] > 0]
-    dl = deltalog.DeltaTable(path)
-    dl_live = set(dl.snapshot.paths().to_pylist())
-    rs = deltalake.DeltaTable(path)
-    rs_live = set(rs.get_add_actions().column("path").to_pylist())
-    want_live = set(ok) | set(failed_landed)
-    result = {
-        "expected_version": len(ok) + len(failed_landed),
-        "final_version": head,
-        "gaps": gaps[:10],
-        "commits_with_adds": log["commits_with_adds"],
-        "lost": len(lost),
-        "lost_sample": lost[:5],
-        "duplicated": len(duplicated),
-        "failed_but_landed": len(failed_landed),
-        "deltalog_view": [dl.version(), len(dl_live), dl_live == want_live],
-        "delta_rs_view": [rs.version(), len(rs_live), rs_live == want_live],
-    }
-    result["ok"] = (
-        head == result["expected_version"]
-        and not gaps
-        and not lost
-        and not duplicated
-        and not failed_landed
-        and log["commits_with_adds"] == len(want_live)
-        and dl.version() == head
-        and rs.version() == head
-        and dl_live == want_live
-        and rs_live == want_live
-    )
-    return result
-
-
-def contention_child(engine: str, path: str, n_writers: int, n: int) -> dict[str, Any]:
-    """Start ``n_writers`` spawned writers, release them together, time until the last ends."""
-    import multiprocessing as mp
-
-    _import_both()
-    before = _log_names(path)
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(n_writers + 1)
-    results: Any = ctx.Queue()
-    procs = [
-        ctx.Process(target=_writer_main, args=(engine, path, w, n, barrier, results))
-        for w in range(n_writers)
-    ]
-    for p in procs:
-        p.start()
-    barrier.wait(timeout=BARRIER_TIMEOUT_S)
-    t0 = time.monotonic()
-    got: list[dict[str, Any]] = []
-    deadline = t0 + CHILD_TIMEOUT_S - 60
-    while len(got) < n_writers:
-        try:
-            got.append(results.get(timeout=1.0))
-        except queue.Empty:
-            if time.monotonic() > deadline or not any(p.is_alive() for p in procs):
-                break
-    for p in procs:
-        p.join(timeout=30)
-        if p.is_alive():
-            p.kill()
-    crashes = [w["crash"] for w in got if "crash" in w]
-    if crashes or len(got) < n_writers:
-        raise SystemExit(
-            f"{n_writers - len(got)} writer(s) did not report; crashes:\n" + "\n".join(crashes)
-        )
-    wall = max(w["end"] for w in got) - t0
-    n_ok = sum(len(w["ok"]) for w in got)
-    n_failed = sum(len(w["failed"]) for w in got)
-    errors: Counter[str] = Counter()
-    samples: dict[str, str] = {}
-    for w in got:
-        errors.update(w["errors"])
-        for k, v in w["error_samples"].items():
-            samples.setdefault(k, v)
-    lat = [x for w in got for x in w["latencies_ms"]]
-    check = verify_contention(path, got)
-    after = _log_names(path)
-    return {
-        "engine": engine,
-        "writers": n_writers,
-        "commits_per_writer": n,
-        "attempted": n_writers * n,
-        "seconds": wall,
-        "committed": n_ok,
-        "failed": n_failed,
-        "commits_per_s": n_ok / wall if wall > 0 else None,
-        "retries": sum(w["retries"] for w in got) if engine == "deltalog" else None,
-        "errors": dict(errors),
-        "error_samples": samples,
-        "latency_ms": _lat_stats(lat),
-        "per_writer_seconds": [w["end"] - w["start"] for w in got],
-        "checkpoints_written": len(_checkpoint_versions(after - before)),
-        "log_files_deleted": len(before - after),
-        "check": check,
-    }
-
-
-def child_main(argv: list[str], profile: str | None) -> None:
-    """Entry point of a measurement child; prints one JSON line."""
-    kind, engine, path, *rest = argv
-    if kind == "single":
-        out = single_child(engine, path, int(rest[0]), profile)
-    elif kind == "contention":
-        out = contention_child(engine, path, int(rest[0]), int(rest[1]))
-    else:
-        raise SystemExit(f"unknown child kind {kind!r}")
-    print(json.dumps(out), flush=True)
-
-
 # --------------------------------------------------------------------------- statistics
-def _percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (``q`` in 0..100), as numpy's default."""
-    xs = sorted(values)
-    if not xs:
-        return float("nan")
-    pos = (len(xs) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def _lat_stats(ms: list[float]) -> dict[str, float]:
-    if not ms:
-        return {}
-    return {
-        "mean": statistics.fmean(ms),
-        "p50": _percentile(ms, 50),
-        "p99": _percentile(ms, 99),
-        "max": max(ms),
-    }
-
-
 def summarize_single(run: dict[str, Any]) -> dict[str, Any]:
     """Per-run numbers of a single-writer run: commits/s and latency statistics."""
     lat = run["latencies_ms"]
@@ -667,7 +111,7 @@ def summarize_single(run: dict[str, Any]) -> dict[str, Any]:
     plain = [x for i, x in enumerate(lat) if first + i not in cps]
     out = {
         "commits_per_s": run["commits"] / run["seconds"],
-        **_lat_stats(lat),
+        **lat_stats(lat),
         "first_ms": lat[0],
         "plain_mean": statistics.fmean(plain) if plain else float("nan"),
         "checkpoint_mean": (
@@ -697,8 +141,8 @@ def run_child(args: list[str], *, prime_gib: float, profile: str | None = None) 
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", *args]
     if profile:
         cmd += ["--profile-out", profile]
-    br.prime_memory(prime_gib)
-    busy0, ru0, t0 = _system_busy_s(), _children_cpu_s(), time.perf_counter()
+    prime_memory(prime_gib)
+    busy0, ru0, t0 = system_busy_s(), children_cpu_s(), time.perf_counter()
     try:
         proc = subprocess.run(
             cmd,
@@ -715,27 +159,9 @@ def run_child(args: list[str], *, prime_gib: float, profile: str | None = None) 
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     # CPU time the whole machine spent outside this child (and its writers) meanwhile, in
     # cores: ~0 on an idle VM; 1 means another process kept one of the 2 cores busy.
-    foreign = (_system_busy_s() - busy0) - (_children_cpu_s() - ru0)
+    foreign = (system_busy_s() - busy0) - (children_cpu_s() - ru0)
     out["foreign_cores"] = max(foreign, 0.0) / (time.perf_counter() - t0)
     return out
-
-
-def _system_busy_s() -> float:
-    """Non-idle CPU seconds of the whole machine since boot (all cores, from /proc/stat)."""
-    try:
-        with open("/proc/stat") as fh:
-            vals = [int(x) for x in fh.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return 0.0
-    busy = sum(vals) - vals[3] - vals[4]  # minus idle and iowait
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu_s() -> float:
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def measure_single(
@@ -749,7 +175,7 @@ def measure_single(
             # Copies are deleted with the scratch directory at the end of the run, never just
             # before a measurement: on ext4 the files created soon after deleting thousands
             # cost up to 30x more (their inodes are passed over as recently deleted).
-            path = fresh_copy(master, scratch_root / f"single-{point}-{engine}-{rep}")
+            path = fresh_copy(master, scratch_root / f"single-{point}-{engine}-{rep}", sync=True)
             res = run_child(["single", engine, str(path), str(cfg.commits)], prime_gib=prime_gib)
             if "error" not in res:
                 want = (point + cfg.commits, point + 1 + cfg.commits)
@@ -761,10 +187,10 @@ def measure_single(
                     res["summary"] = summarize_single(res)
             runs[engine].append(res)
             if "error" in res:
-                br._log(f"  single v{point} {engine} run {rep + 1}: ERROR\n{res['error']}")
+                log(f"  single v{point} {engine} run {rep + 1}: ERROR\n{res['error']}")
             else:
                 s = res["summary"]
-                br._log(
+                log(
                     f"  single v{point} {engine} run {rep + 1}: "
                     f"{s['commits_per_s']:.0f} commits/s, "
                     f"p50 {s['p50']:.2f} ms, p99 {s['p99']:.2f} ms, "
@@ -796,15 +222,17 @@ def measure_contention(
     for rep in range(cfg.contention_repeat):
         order = ENGINES if rep % 2 == 0 else ENGINES[::-1]
         for engine in order:
-            path = fresh_copy(master, scratch_root / f"contention-{writers}x{n}-{engine}-{rep}")
+            path = fresh_copy(
+                master, scratch_root / f"contention-{writers}x{n}-{engine}-{rep}", sync=True
+            )
             res = run_child(  # the copy stays until the end (see measure_single)
                 ["contention", engine, str(path), str(writers), str(n)], prime_gib=prime_gib
             )
             runs[engine].append(res)
             if "error" in res:
-                br._log(f"  contention {writers}x{n} {engine} run {rep + 1}: ERROR\n{res['error']}")
+                log(f"  contention {writers}x{n} {engine} run {rep + 1}: ERROR\n{res['error']}")
             else:
-                br._log(
+                log(
                     f"  contention {writers}x{n} {engine} run {rep + 1}: {res['seconds']:.1f}s, "
                     f"{res['committed']}/{res['attempted']} committed, {res['failed']} failed, "
                     f"retries {res['retries']}, check {'ok' if res['check']['ok'] else 'FAILED'}"
@@ -839,10 +267,6 @@ def measure_contention(
     return out
 
 
-def _f(x: float | None, spec: str) -> str:
-    return "ERR" if x is None else format(x, spec)
-
-
 def single_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """Headline single-writer table: commits/s and latency per engine and table version."""
     head = [
@@ -867,9 +291,9 @@ def single_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[list[str
         rows.append(
             [
                 f"{s['point']:,} -> {s['point'] + s['commits']:,}",
-                _f(dl.get("commits_per_s"), ".0f"),
-                _f(rs.get("commits_per_s"), ".0f"),
-                _f(s["ratio"], ".1f") + "x" if s["ratio"] is not None else "ERR",
+                fmt(dl.get("commits_per_s"), ".0f"),
+                fmt(rs.get("commits_per_s"), ".0f"),
+                fmt(s["ratio"], ".1f") + "x" if s["ratio"] is not None else "ERR",
                 lat(dl),
                 lat(rs),
                 f">= {SINGLE_TARGET:.0f}x",
@@ -921,7 +345,7 @@ def single_detail_rows(results: list[dict[str, Any]]) -> tuple[list[str], list[l
                     f"{m['max']:.1f}",
                     f"{m['first_ms']:.1f}",
                     cp_text,
-                    _f(m["checkpoint_mean"], ".2f"),
+                    fmt(m["checkpoint_mean"], ".2f"),
                     f"{m['plain_mean']:.2f}",
                     split,
                     f"{m['drain_ms']:.1f}" if engine == "deltalog" else "",
@@ -1018,7 +442,7 @@ def profile_point(
     import pstats
 
     prof_file = out_dir / f"profile_commit_v{point}.prof"
-    path = fresh_copy(master, scratch_root / f"profile-{point}")
+    path = fresh_copy(master, scratch_root / f"profile-{point}", sync=True)
     res = run_child(
         ["single", "deltalog", str(path), str(cfg.commits)],
         prime_gib=prime_gib,
@@ -1085,14 +509,14 @@ def main(argv: list[str] | None = None) -> int:
     scratch_dirs.discard(scratch_root)  # an interrupted run's copies
     scratch_root.mkdir()
     t_begin = time.perf_counter()
-    env = br.environment()
+    env = environment()
     env["code_sha256"] = code_fingerprint()
     env["loadavg_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    busy0 = _system_busy_s()
+    busy0 = system_busy_s()
     time.sleep(1.0)
-    idle_check = _system_busy_s() - busy0  # this process sleeps: all of it is someone else's
+    idle_check = system_busy_s() - busy0  # this process sleeps: all of it is someone else's
     if idle_check > BUSY_CORES:
-        br._log(
+        log(
             f"WARNING: other processes are using {idle_check:.2f} cores right now: "
             "results will be noisy (each run's share is recorded as 'other load')"
         )
@@ -1103,14 +527,12 @@ def main(argv: list[str] | None = None) -> int:
     if "single" in cfg.workloads:
         masters = {v: ensure_master(data_dir, "single", v) for v in cfg.points}
         for v in cfg.points:
-            br._log(
-                f"[run] single writer: {cfg.commits} commits from version {v}, {cfg.repeat} run(s)"
-            )
+            log(f"[run] single writer: {cfg.commits} commits from version {v}, {cfg.repeat} run(s)")
             single.append(measure_single(cfg, v, masters[v], scratch_root, args.prime_gib))
     if "contention" in cfg.workloads:
         empty = ensure_master(data_dir, "contention", 0)
         for shape in cfg.shapes:
-            br._log(f"[run] contention: {shape[0]} writers x {shape[1]} commits")
+            log(f"[run] contention: {shape[0]} writers x {shape[1]} commits")
             contention.append(measure_contention(cfg, shape, empty, scratch_root, args.prime_gib))
     profiles: dict[str, str] = {}
     if args.profile and "single" in cfg.workloads:
@@ -1146,19 +568,13 @@ def main(argv: list[str] | None = None) -> int:
     for title, (head, rows) in sections:
         print()
         print(title)
-        print(br.text_table(head, rows))
+        print(text_table(head, rows))
     for text in profiles.values():
         print()
         print(text)
 
-    end_commit = br.environment()["commit"]
-    if end_commit != env["commit"]:
-        br._log(f"WARNING: the checkout changed during the run: {env['commit']} -> {end_commit}")
-        env["commit"] = f"{env['commit']} -> {end_commit} (changed during the run!)"
-    end_code = code_fingerprint()
-    if end_code != env["code_sha256"]:
-        br._log("WARNING: deltalog/logstores/checkpoints sources changed during the run")
-        env["code_sha256"] = f"{env['code_sha256']} -> {end_code} (changed during the run!)"
+    note_checkout_change(env)
+    note_code_change(env)
     env["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     busy = [
         r["foreign_cores"]
@@ -1168,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         if r.get("foreign_cores", 0) > BUSY_CORES
     ]
     if busy:
-        br._log(
+        log(
             f"WARNING: during {len(busy)} run(s) other processes used > {BUSY_CORES} cores "
             f"(up to {max(busy):.2f} of {os.cpu_count()}): results are noisy"
         )
@@ -1206,10 +622,10 @@ def main(argv: list[str] | None = None) -> int:
         f"Total run time {elapsed:.0f} s.",
     ]
     for title, (head, rows) in sections:
-        md += ["", f"{title}:", "", br.md_table(head, rows)]
+        md += ["", f"{title}:", "", md_table(head, rows)]
     md.append("")
     (out_dir / f"{stem}.md").write_text("\n".join(md))
-    br._log(f"wrote {out_dir / (stem + '.json')} and {out_dir / (stem + '.md')} ({elapsed:.0f}s)")
+    log(f"wrote {out_dir / (stem + '.json')} and {out_dir / (stem + '.md')} ({elapsed:.0f}s)")
     errors = any(s[e] is None for s in single + contention for e in ENGINES) or any(
         "error" in r for s in single + contention for rs in s["runs"].values() for r in rs
     )
@@ -1221,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         if "check" in r
     )
     if failed_checks:
-        br._log("ERROR: a contention run failed the log check (see 'check' in the JSON)")
+        log("ERROR: a contention run failed the log check (see 'check' in the JSON)")
     return 2 if errors or failed_checks else 0
 
 
