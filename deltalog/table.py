@@ -621,8 +621,9 @@ class DeltaTable:
         ``VACUUM END`` commits.
 
         Args:
-            retention_hours: Keep files younger than this many hours; default the table's
-                ``delta.deletedFileRetentionDuration`` (one week unless set).
+            retention_hours: Keep files younger than this many hours (fractions honoured to
+                the millisecond); default the table's ``delta.deletedFileRetentionDuration``
+                (one week unless set).
             dry_run: Only report what would be deleted (the default, as in delta-rs).
             mode: ``"full"`` lists the table directory (also finds files no commit named);
                 ``"lite"`` reads the removed files from the log instead.

@@ -4,8 +4,9 @@ A vacuum runs on the latest snapshot:
 
 1. The table must be writable by deltalog (delta-spark's ``protocolWrite`` check, which also
    covers ``vacuumProtocolCheck``), else :class:`UnsupportedFeatureError`.
-2. The retention is ``retention_hours`` (rounded to whole hours, as delta-spark does) or the
-   table's ``delta.deletedFileRetentionDuration`` (default one week). A negative one raises
+2. The retention is ``retention_hours`` (exactly, to the millisecond; delta-spark rounds to
+   whole hours, which made 0.01 hours no retention at all) or the table's
+   ``delta.deletedFileRetentionDuration`` (default one week). A negative one raises
    :class:`InvalidRetentionError`; one shorter than the table's raises
    :class:`RetentionTooShortError` unless ``enforce_retention_duration=False``.
 3. Files last modified (full mode) or removed (lite mode) before the cutoff ``now - retention``
@@ -74,6 +75,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
 import orjson
@@ -178,7 +180,10 @@ class VacuumResult:
 
 
 def retention_millis(hours: float | None) -> int | None:
-    """A vacuum retention in ms: hours rounded half up to whole hours, as delta-spark does.
+    """A vacuum retention in ms, exactly (to the nearest millisecond).
+
+    delta-spark rounds ``RETAIN n HOURS`` to whole hours, so 0.4 hours keeps nothing: files of
+    writers still in flight go when the check is off. The hours given are honoured instead.
 
     Raises:
         InvalidRetentionError: Negative or not a number.
@@ -191,7 +196,7 @@ def retention_millis(hours: float | None) -> int | None:
         raise InvalidRetentionError("retention period for vacuum can't be less than 0 hours")
     if math.isinf(hours):
         raise InvalidRetentionError("retention period for vacuum must be finite")
-    return math.floor(hours + 0.5) * _HOUR_MS
+    return round(Fraction(hours) * _HOUR_MS)  # exact: no float overflow for huge hours
 
 
 def check_retention(specified_ms: int | None, table_ms: int, *, enforce: bool) -> None:
@@ -204,7 +209,7 @@ def check_retention(specified_ms: int | None, table_ms: int, *, enforce: bool) -
         return
     hours = -(-table_ms // _HOUR_MS)
     raise RetentionTooShortError(
-        f"the vacuum retention ({specified_ms // _HOUR_MS} hours) is shorter than the table's "
+        f"the vacuum retention ({specified_ms / _HOUR_MS:g} hours) is shorter than the table's "
         f"delta.deletedFileRetentionDuration ({hours} hours): files of writers still in "
         "progress and files old snapshots read could be deleted. If no operation (write, "
         "delete, optimize) runs on this table, disable the check with "

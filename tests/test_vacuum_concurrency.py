@@ -1,7 +1,7 @@
 """VACUUM never deletes a live file, also one a commit registers while it runs.
 
 One deterministic test per interleaving (a seam runs the other writer at the exact point), the
-fence's lease, and a race of real threads (see ``deltalog.vacuum``).
+fence's lease, fractional retentions, and a race of real threads (see ``deltalog.vacuum``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from deltalog import (
     DataFileNotFoundError,
     DeltaTable,
     InvalidInputError,
+    RetentionTooShortError,
 )
 from deltalog import vacuum_fence as fence
 from deltalog.deletion_vectors import dv_file_path
@@ -420,6 +421,24 @@ def test_the_fence_id_is_reserved(tmp_path: Path) -> None:
     tx = _table(tmp_path / "t").transaction()
     with pytest.raises(InvalidInputError):
         tx.set_transaction(fence.APP_ID, 1)
+
+
+# ---------------------------------------------------------------------------- retention
+def test_a_fractional_retention_is_honoured_to_the_millisecond(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _table(root)
+    recent = _old(root, "recent.parquet", days=10 / DAY_S)  # 10 s old: in flight, say
+    older = _old(root, "older.parquet", days=60 / DAY_S)
+    with pytest.raises(RetentionTooShortError, match=r"\(0\.01 hours\)"):
+        _vacuum(root, retention_hours=0.01)
+    result = _vacuum(root, retention_hours=0.01, enforce_retention_duration=False)
+    assert result.retention_ms == result.specified_retention_ms == 36_000
+    assert result.files == [str(root / older)]
+    assert (root / recent).exists()
+    start = DeltaTable(str(root)).history(limit=2)[1]
+    assert start["operationParameters"]["specifiedRetentionMillis"] == "36000"
+    assert deltalog.vacuum.retention_millis(24) == 24 * 3_600_000
+    assert deltalog.vacuum.retention_millis(1.5) == 5_400_000
 
 
 # ---------------------------------------------------------------------------- the race
