@@ -152,14 +152,14 @@ class WriterFence:
             return
         cutoff, version = cutoff_of(txn), self._snapshot.version
         if lease_live(txn, now_ms()):
-            what = f"a VACUUM is running on this table (its fence is in version {version})"
+            what = f"a VACUUM is running on this table (seen at version {version})"
             self._refuse(cutoff, version, None, what)
             return
         gone = [path for path, missing in self._at_risk(cutoff, verify=True) if missing]
         if gone:
             raise DataFileNotFoundError(
-                f"{gone[0]!r} is gone: a VACUUM that started before version {version} and "
-                "never ended (its lease ran out) may have deleted it; nothing was committed",
+                f"{gone[0]!r} is gone: a VACUUM seen running at version {version} that never "
+                "ended (its lease ran out) may have deleted it; nothing was committed",
                 path=gone[0],
             )
 
