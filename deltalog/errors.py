@@ -57,7 +57,8 @@
             ├── ConcurrentTransactionError    the winner wrote an app id or domain this one uses
             ├── ConcurrentAppendError         the winner added files this transaction should read
             ├── ConcurrentDeleteReadError     the winner removed a file this transaction read
-            └── ConcurrentDeleteDeleteError   both removed the same file
+            ├── ConcurrentDeleteDeleteError   both removed the same file
+            └── ConcurrentVacuumError         a running VACUUM may delete files this one adds
 
 The six conflict classes are also importable under delta-spark's names
 (``ConcurrentAppendException`` and so on), so code ported from PySpark catches the same thing.
@@ -540,6 +541,39 @@ class ConcurrentDeleteReadError(ConcurrentModificationError):
 
 class ConcurrentDeleteDeleteError(ConcurrentModificationError):
     """The winner removed a file this transaction removes too."""
+
+
+class ConcurrentVacuumError(ConcurrentModificationError):
+    """A VACUUM runs (or ran) while this commit was in flight; nothing was written.
+
+    Raised to a writer whose commit adds a file old enough for that vacuum to delete (last
+    modified before its cutoff, as registering existing Parquet files does): the vacuum may
+    already have deleted it, or may delete it after its last look at the log. Raised to a vacuum
+    when another vacuum holds the table's vacuum lease. Re-run the operation once the vacuum has
+    ended (``retryable``); see :mod:`deltalog.vacuum`.
+
+    Attributes:
+        cutoff_ms: The vacuum's cutoff: files last modified before it are its candidates.
+        winning_version: The vacuum's commit, or the version of the snapshot in which it was
+            seen running.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        winning_version: int,
+        winning_commit_info: dict[str, object] | None = None,
+        path: str | None = None,
+        cutoff_ms: int | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            winning_version=winning_version,
+            winning_commit_info=winning_commit_info,
+            path=path,
+        )
+        self.cutoff_ms = cutoff_ms
 
 
 # delta-spark's names for the same conditions.

@@ -1,19 +1,20 @@
 """Commits that hold only a ``commitInfo``: delta-spark's ``VACUUM START`` / ``VACUUM END``.
 
 delta-spark records maintenance that changes no table state with an empty transaction, so
-``DESCRIBE HISTORY`` shows it. Such a commit reads nothing and changes nothing, so it cannot
+``DESCRIBE HISTORY`` shows it. Such a commit reads nothing and changes no data, so it cannot
 conflict with a data change; losing the race for a version only moves it to the next one. A
 winner that changed the protocol is checked: the commit is not placed on a table deltalog can
-no longer write.
+no longer write. The caller may add actions that change no data (the vacuum fence's ``txn``,
+:mod:`deltalog.vacuum_fence`), chosen, or refused, against the latest state before each attempt.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from deltalog import in_commit_timestamps as ict
-from deltalog.actions import serialize_actions
+from deltalog.actions import Action, serialize_actions
 from deltalog.checksum import write_checksum_after
 from deltalog.commit import (
     RetryPolicy,
@@ -39,8 +40,9 @@ def commit_info_only(
     parameters: Mapping[str, str],
     metrics: Mapping[str, str] | None = None,
     retry: RetryPolicy | None = None,
+    extra: Callable[[Snapshot], Sequence[Action]] | None = None,
 ) -> Snapshot:
-    """Commit a ``commitInfo`` with no other action after ``snapshot``.
+    """Commit a ``commitInfo`` (and no data change) after ``snapshot``.
 
     Args:
         storage: The table's storage.
@@ -50,6 +52,9 @@ def commit_info_only(
             delta-spark writes them).
         metrics: ``commitInfo.operationMetrics``.
         retry: How often to try the next version after losing a race.
+        extra: Called before each attempt with the snapshot the commit would follow; returns
+            actions to commit with the ``commitInfo`` (no file actions), or raises to give up
+            with nothing written.
 
     Returns:
         The snapshot at the committed version (the state is ``snapshot``'s, or the last
@@ -61,6 +66,7 @@ def commit_info_only(
         CommitAttemptsExhaustedError: Every attempt lost the race.
         SnapshotExpiredError: Log cleanup removed the commits after ``snapshot``.
         StorageError: The log store failed.
+        Exception: Whatever ``extra`` raises.
     """
     policy = retry or RetryPolicy()
     info = make_commit_info(
@@ -77,9 +83,11 @@ def commit_info_only(
         version = current.version + 1
         if ict.enabled(current.metadata):  # after the latest winner's, on every attempt
             info = ict.stamp(info, ict.next_timestamp(current.timestamp))
-        if try_write(storage, version, serialize_actions([info]), check_previous=check_previous):
-            write_checksum_after(storage, version, [], info, current, [])
-            return advance(current, [(version, [info], now_ms())])
+        more = list(extra(current)) if extra is not None else []
+        data = serialize_actions([info, *more])
+        if try_write(storage, version, data, check_previous=check_previous):
+            write_checksum_after(storage, version, more, info, current, [])
+            return advance(current, [(version, [info, *more], now_ms())])
         check_previous = False
         time.sleep(policy.delay(attempt))
         current = _catch_up(storage, current)

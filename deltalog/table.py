@@ -482,6 +482,8 @@ class DeltaTable:
             DuplicateFileError: A path is given twice or is already in the table.
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             MetadataChangedError, ProtocolChangedError: A concurrent commit changed the table.
+            ConcurrentVacuumError: A VACUUM ran while this commit was in flight and may delete
+                a file older than its cutoff (see :mod:`deltalog.vacuum`).
         """
         if schema_mode not in (None, "merge"):
             raise InvalidInputError(
@@ -620,8 +622,9 @@ class DeltaTable:
         ``VACUUM END`` commits.
 
         Args:
-            retention_hours: Keep files younger than this many hours; default the table's
-                ``delta.deletedFileRetentionDuration`` (one week unless set).
+            retention_hours: Keep files younger than this many hours (fractions honoured to
+                the millisecond); default the table's ``delta.deletedFileRetentionDuration``
+                (one week unless set).
             dry_run: Only report what would be deleted (the default, as in delta-rs).
             mode: ``"full"`` lists the table directory (also finds files no commit named);
                 ``"lite"`` reads the removed files from the log instead.
@@ -637,6 +640,7 @@ class DeltaTable:
             RetentionTooShortError: Shorter than the table's while the check is enforced.
             CannotVacuumLiteError: ``mode="lite"`` needs commits that were cleaned up.
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
+            ConcurrentVacuumError: Another vacuum is running on the table.
             StorageError: The store failed.
         """
         if now_ms is not None and not is_long(now_ms):

@@ -4,9 +4,10 @@ A :class:`Transaction` reads one pinned snapshot. What it reads (partition predi
 application ids) is recorded; what it writes is staged. :meth:`Transaction.commit` serialises
 the commit once and creates ``_delta_log/<read version + 1>.json`` through the log store. When
 another writer created that version first, the winners are read one by one and checked against
-this transaction (:mod:`deltalog.conflicts`); if none conflicts, the same bytes are tried at the
-next free version, after a backoff (:class:`~deltalog.commit.RetryPolicy`). A commit therefore
-either lands exactly once or raises, and a raise writes nothing.
+this transaction (:mod:`deltalog.conflicts`, and against vacuums: :mod:`deltalog.vacuum_fence`);
+if none conflicts, the same bytes are tried at the next free version, after a backoff
+(:class:`~deltalog.commit.RetryPolicy`). A commit therefore either lands exactly once or
+raises, and a raise writes nothing.
 """
 
 from __future__ import annotations
@@ -47,12 +48,7 @@ from deltalog.commit import (
     write_metrics,
 )
 from deltalog.commit_layout import CommitLayout
-from deltalog.conflicts import (
-    ISOLATION_LEVELS,
-    TransactionReads,
-    WinningCommit,
-    check_winner,
-)
+from deltalog.conflicts import ISOLATION_LEVELS, TransactionReads, WinningCommit, check_winner
 from deltalog.data_files import describe, expand
 from deltalog.errors import (
     AppendOnlyError,
@@ -63,9 +59,7 @@ from deltalog.errors import (
     InvalidInputError,
     TransactionClosedError,
 )
-from deltalog.features import (
-    check_writable,
-)
+from deltalog.features import check_writable
 from deltalog.file_actions import (
     canonical_path,
     canonical_path_chunks,
@@ -98,6 +92,7 @@ from deltalog.user_input import (
     check_mapping,
     check_version_number,
 )
+from deltalog.vacuum_fence import APP_ID, WriterFence
 
 _log = logging.getLogger(__name__)
 
@@ -189,6 +184,7 @@ class Transaction:
         self._txns: dict[str, Txn] = {}
         self._domains: dict[str, DomainMetadata] = {}
         self._operation_metrics: dict[str, str] | None = None
+        self._fence: WriterFence  # set by commit, before any winner is checked
         self.read_version = snapshot.version
         self.version: int | None = None
         self.attempts = 0
@@ -531,11 +527,11 @@ class Transaction:
         writer committing the same ``app_id`` first has the same effect.
 
         Raises:
-            InvalidInputError: ``version`` is negative or ``app_id`` empty.
+            InvalidInputError: ``version`` is negative, ``app_id`` empty or reserved.
         """
         self._check_open()
-        if not app_id or not isinstance(app_id, str):
-            raise InvalidInputError("app_id must be a non-empty string")
+        if not app_id or not isinstance(app_id, str) or app_id == APP_ID:
+            raise InvalidInputError(f"app_id must be a non-empty string other than {APP_ID!r}")
         check_version_number(version, "txn version")
         self._app_ids.add(app_id)
         self._txns[app_id] = Txn(app_id=app_id, version=version, last_updated=now_ms())
@@ -564,7 +560,8 @@ class Transaction:
         """Commit the staged changes; returns the committed version.
 
         Raises:
-            ConcurrentModificationError: A winning commit conflicts (one of the six subclasses).
+            ConcurrentModificationError: A winning commit conflicts (one of the subclasses), or
+                a vacuum running in the snapshot may delete an added file (ConcurrentVacuumError).
             CommitAttemptsExhaustedError: Every attempt lost the race.
             InvalidInputError: The staged changes are refused (nothing was written).
             TransactionClosedError: The transaction already committed or failed.
@@ -596,6 +593,10 @@ class Transaction:
         if not actions:
             self.no_op = True
             return snap.version
+        self._fence = WriterFence(
+            self._storage, snap, self._adds, self._described, self._removes, self._prefix
+        )
+        self._fence.check_snapshot()  # a running vacuum may delete files this one adds
         replaced = replaced_sizes(
             self._snapshot, self._adds, self._described, self._removes, self._prefix
         )
@@ -687,6 +688,7 @@ class Transaction:
             # so re-running the operation starts from a snapshot that includes it.
             winners.append((version, actions, now_ms()))
             check_winner(reads, winner)
+            self._fence.check_winner(winner)
             version += 1
 
     def _advanced(

@@ -4,18 +4,66 @@ A vacuum runs on the latest snapshot:
 
 1. The table must be writable by deltalog (delta-spark's ``protocolWrite`` check, which also
    covers ``vacuumProtocolCheck``), else :class:`UnsupportedFeatureError`.
-2. The retention is ``retention_hours`` (rounded to whole hours, as delta-spark does) or the
-   table's ``delta.deletedFileRetentionDuration`` (default one week). A negative one raises
+2. The retention is ``retention_hours`` (exactly, to the millisecond; delta-spark rounds to
+   whole hours, which made 0.01 hours no retention at all) or the table's
+   ``delta.deletedFileRetentionDuration`` (default one week). A negative one raises
    :class:`InvalidRetentionError`; one shorter than the table's raises
    :class:`RetentionTooShortError` unless ``enforce_retention_duration=False``.
-3. Files last modified (full mode) or removed (lite mode) before ``now - retention`` that the
-   snapshot does not need are the candidates (:mod:`deltalog.vacuum_files`). A concurrent
-   writer's files that are not committed yet are younger than the retention, so they stay.
+3. Files last modified (full mode) or removed (lite mode) before the cutoff ``now - retention``
+   that the snapshot does not need are the candidates (:mod:`deltalog.vacuum_files`). A
+   concurrent writer's files that are not committed yet are younger than the retention, so they
+   stay.
 4. Without ``dry_run``: a ``VACUUM START`` commit (``numFilesToDelete``,
    ``sizeOfDataToDelete``), batched deletes, a ``VACUUM END`` commit (``status`` ``COMPLETED``
    with ``numDeletedFiles``/``numVacuumedDirectories``, or ``FAILED``), then
    ``_delta_log/_last_vacuum_info`` for the next lite vacuum and the stale ``_delta_log`` temp
    files (:mod:`deltalog.log_temp`).
+
+Commits that land while a vacuum runs
+-------------------------------------
+No live file is ever deleted, including one a commit registers while the vacuum runs. Young
+files are safe by age; the danger is a commit that makes an *old* file live (registering
+existing Parquet files, restoring removed ones, re-adding a removed file's deletion vector):
+with the snapshot the vacuum read it is a candidate. Let the vacuum read version ``v``, list,
+commit ``VACUUM START`` at ``t``, and delete in batches. A commit ``w`` adding a candidate is
+handled by where it lands:
+
+(a) ``v < w`` and ``w`` exists when the vacuum last reads the log before a batch: before every
+    batch the vacuum reads each commit after ``v`` up to the head
+    (:meth:`~deltalog.vacuum_lease.VacuumLease.sync`) and drops from the batch every file, and
+    deletion-vector file, they added. The read is after the listing and right before the
+    deletes, so it holds for commits from any engine.
+(b) ``w < t``, START losing races to ``w``: the same read covers every version after ``v``,
+    the winners START skipped over included.
+(c) ``w > t`` by a writer whose snapshot is older than ``t``: START is one of its winners. It
+    carries the *fence* (:mod:`deltalog.vacuum_fence`), a ``txn`` of the reserved application
+    ``deltalog.vacuum`` whose version encodes the cutoff; the writer fails with
+    :class:`ConcurrentVacuumError`, nothing committed, if it adds a file last modified before
+    the cutoff (or gone: the vacuum may have deleted it already). delta-spark's ``VACUUM START``
+    (no fence) counts with its timestamp minus its retention as the cutoff. A winning lease
+    renewal or ``VACUUM END`` counts the same, so a vacuum that ran entirely while the writer
+    was in flight is seen too.
+(d) ``w > t`` by a writer whose snapshot already holds ``t`` (but not END), after the vacuum's
+    last read: the writer finds the running fence in its snapshot (``txn`` actions survive
+    checkpoints, so a checkpoint written since START hides nothing) and fails the same way.
+    The fence's ``lastUpdated`` starts a 15-minute lease: the vacuum renews it (a
+    ``VACUUM LEASE`` commit) before a batch once 5 minutes have passed, and a writer ignores
+    a running fence whose lease ran out (the vacuum died) once it has checked its old files
+    still exist. END sets the fence to "ended".
+
+Only one deltalog vacuum holds the fence: another one refuses to start while its lease is live
+(:class:`ConcurrentVacuumError`), and a vacuum that finds its fence taken over stops deleting.
+The checks cost writers a dict lookup per commit; store look-ups happen only when a fence is
+involved. The fence is a standard ``txn`` action, which delta-spark and delta-rs read as any
+application's; deltalog refuses the reserved id in ``set_transaction``.
+
+What remains outside: writers of other engines (and older deltalog) ignore the fence, so only
+(a) protects against them, up to their commit landing between the vacuum's last read and its
+delete; delta-spark's own VACUUM has no fence, so a deltalog writer whose snapshot already
+holds its START is not stopped; a lite-mode candidate is chosen by its remove, not its age, so
+a file rewritten at a removed path and re-added with a fresh modification time is only
+protected by (a); a single batch of deletes that outlasts the rest of the lease (10 minutes)
+could meet a writer that took the vacuum for dead.
 """
 
 from __future__ import annotations
@@ -27,6 +75,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
 import orjson
@@ -41,7 +90,6 @@ from deltalog.errors import (
     RetentionTooShortError,
     StorageError,
 )
-from deltalog.info_commit import commit_info_only
 from deltalog.log_temp import cleanup_log_temp_files, stale_log_temp_files
 from deltalog.logstores import LogFileNotFoundError
 from deltalog.paths import commit_name
@@ -56,6 +104,7 @@ from deltalog.vacuum_files import (
     lite_candidates,
     needed_locations,
 )
+from deltalog.vacuum_lease import VacuumLease, refuse_running
 
 VacuumMode = Literal["full", "lite"]
 #: ``_delta_log/_last_vacuum_info``: delta-spark's record of the last vacuum's window.
@@ -86,6 +135,7 @@ class VacuumResult:
         start_version: The ``VACUUM START`` commit (``None`` for a dry run).
         end_version: The ``VACUUM END`` commit.
         log_temp_files: Stale ``_delta_log`` temp files deleted (or, dry, to delete).
+        skipped: Candidates kept because a commit made while the vacuum ran added them.
     """
 
     dry_run: bool
@@ -101,6 +151,7 @@ class VacuumResult:
     start_version: int | None = None
     end_version: int | None = None
     log_temp_files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def num_files(self) -> int:
@@ -124,11 +175,15 @@ class VacuumResult:
             "endVersion": self.end_version,
             "files": self.files,
             "logTempFiles": self.log_temp_files,
+            "skippedFiles": self.skipped,
         }
 
 
 def retention_millis(hours: float | None) -> int | None:
-    """A vacuum retention in ms: hours rounded half up to whole hours, as delta-spark does.
+    """A vacuum retention in ms, exactly (to the nearest millisecond).
+
+    delta-spark rounds ``RETAIN n HOURS`` to whole hours, so 0.4 hours keeps nothing: files of
+    writers still in flight go when the check is off. The hours given are honoured instead.
 
     Raises:
         InvalidRetentionError: Negative or not a number.
@@ -141,7 +196,7 @@ def retention_millis(hours: float | None) -> int | None:
         raise InvalidRetentionError("retention period for vacuum can't be less than 0 hours")
     if math.isinf(hours):
         raise InvalidRetentionError("retention period for vacuum must be finite")
-    return math.floor(hours + 0.5) * _HOUR_MS
+    return round(Fraction(hours) * _HOUR_MS)  # exact: no float overflow for huge hours
 
 
 def check_retention(specified_ms: int | None, table_ms: int, *, enforce: bool) -> None:
@@ -154,7 +209,7 @@ def check_retention(specified_ms: int | None, table_ms: int, *, enforce: bool) -
         return
     hours = -(-table_ms // _HOUR_MS)
     raise RetentionTooShortError(
-        f"the vacuum retention ({specified_ms // _HOUR_MS} hours) is shorter than the table's "
+        f"the vacuum retention ({specified_ms / _HOUR_MS:g} hours) is shorter than the table's "
         f"delta.deletedFileRetentionDuration ({hours} hours): files of writers still in "
         "progress and files old snapshots read could be deleted. If no operation (write, "
         "delete, optimize) runs on this table, disable the check with "
@@ -199,12 +254,16 @@ def vacuum(
         InvalidRetentionError: A negative retention.
         RetentionTooShortError: Shorter than the table's, with the check enforced.
         CannotVacuumLiteError: Lite mode needs commits log cleanup already deleted.
+        ConcurrentVacuumError: Another vacuum is running (nothing deleted), or took this one's
+            fence over after its lease ran out (deleting stopped).
         StorageError: The store failed (after ``VACUUM START``, ``VACUUM END`` records
             ``FAILED``).
     """
     if mode not in ("full", "lite"):
         raise InvalidInputError(f"vacuum mode must be 'full' or 'lite', not {mode!r}")
     snapshot.check_writable()
+    if not dry_run:
+        refuse_running(snapshot)
     specified = retention_millis(retention_hours)
     table_retention = tombstone_retention_ms(snapshot.configuration)
     check_retention(specified, table_retention, enforce=enforce_retention_duration)
@@ -273,63 +332,73 @@ def _execute(
     }
     if result.specified_retention_ms is not None:
         parameters["specifiedRetentionMillis"] = str(result.specified_retention_ms)
-    start = commit_info_only(
-        storage,
-        snapshot,
-        operation="VACUUM START",
-        parameters=parameters,
-        metrics={
+    lease = VacuumLease(
+        storage, snapshot, result.delete_before_ms, retry=retry, on_commit=on_commit
+    )
+    start = lease.start(
+        parameters,
+        {
             "numFilesToDelete": str(result.num_files),
             "sizeOfDataToDelete": str(result.size_in_bytes),
         },
-        retry=retry,
     )
-    if on_commit is not None:
-        on_commit(start)
     try:
-        _delete(storage, [c.location for c in candidates], progress)
+        deleted = _delete(storage, lease, candidates, progress)
     except BaseException:
         try:
-            failed = commit_info_only(
-                storage, start, operation="VACUUM END", parameters={"status": "FAILED"}, retry=retry
-            )
-            if on_commit is not None:
-                on_commit(failed)
+            lease.end({"status": "FAILED"}, {})
         except Exception:
             _log.warning("cannot record the failed vacuum of %s", storage.uri, exc_info=True)
         raise
-    end = commit_info_only(
-        storage,
-        start,
-        operation="VACUUM END",
-        parameters={"status": "COMPLETED"},
-        metrics={
-            "numDeletedFiles": str(result.num_files),
+    end = lease.end(
+        {"status": "COMPLETED"},
+        {
+            "numDeletedFiles": str(len(deleted)),
             "numVacuumedDirectories": str(result.directories),
         },
-        retry=retry,
     )
-    if on_commit is not None:
-        on_commit(end)
     _write_last_vacuum_info(storage, window_end)
     temps = cleanup_log_temp_files(storage, now_ms=now)
+    gone = {c.location for c in deleted}
     return _replace(
-        result, start_version=start.version, end_version=end.version, log_temp_files=temps
+        result,
+        files=[c.location for c in deleted],
+        size_in_bytes=sum(c.size for c in deleted),
+        skipped=[c.location for c in candidates if c.location not in gone],
+        start_version=start.version,
+        end_version=end.version,
+        log_temp_files=temps,
     )
 
 
-def _delete(storage: TableStorage, locations: list[str], progress: Progress | None) -> None:
-    """Delete in batches (one batched request or a parallel burst each on object stores)."""
-    store = storage.store
-    for done in range(0, len(locations), _BATCH):
-        batch = locations[done : done + _BATCH]
-        with storage_errors(f"cannot delete files of {storage.uri}"):
-            store.delete_many(batch)
+def _delete(
+    storage: TableStorage,
+    lease: VacuumLease,
+    candidates: list[Candidate],
+    progress: Progress | None,
+) -> list[Candidate]:
+    """Delete in batches (one batched request or a parallel burst each on object stores).
+
+    Right before each batch the lease is renewed when due and the log is read up to its head:
+    files that commits made since the vacuum's snapshot added are not deleted.
+    """
+    store, total = storage.store, len(candidates)
+    deleted: list[Candidate] = []
+    for done in range(0, total, _BATCH):
+        lease.renew_if_due()
+        lease.sync()
+        chunk = candidates[done : done + _BATCH]
+        batch = [c for c in chunk if c.location not in lease.added]
+        if batch:
+            with storage_errors(f"cannot delete files of {storage.uri}"):
+                store.delete_many([c.location for c in batch])
+        deleted += batch
         if progress is not None:
-            progress(done + len(batch), len(locations))
+            progress(done + len(chunk), total)
     root = store.local_path(storage.root)
     if root is not None:
-        _remove_empty_directories(root.rstrip("/"), locations)
+        _remove_empty_directories(root.rstrip("/"), [c.location for c in deleted])
+    return deleted
 
 
 def _remove_empty_directories(root: str, locations: list[str]) -> None:

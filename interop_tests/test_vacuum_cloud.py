@@ -1,4 +1,4 @@
-"""VACUUM on every object store: dry run, full, lite, refusal, a racing writer, ``.tmp`` cleanup.
+"""VACUUM on every object store: dry run, full, lite, refusal, racing writers, ``.tmp`` cleanup.
 
 Object stores set modification times themselves, so these tests move vacuum's clock
 (``now_ms``) instead of the files' ages. delta-rs reads each table afterwards.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import time
 from pathlib import Path
+from typing import Any
 
 import deltalake
 import pyarrow as pa
@@ -17,7 +18,8 @@ import pytest
 from servers.fixtures import CloudTable, cloud_location
 from test_cloud_delta_rs import rs_options
 
-from deltalog import DeltaTable, RetentionTooShortError
+import deltalog.vacuum
+from deltalog import ConcurrentVacuumError, DeltaTable, RetentionTooShortError
 from deltalog.logstores import LogFileNotFoundError, LogStore, open_store
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -130,3 +132,31 @@ def test_dynamodb_temp_files_go_after_the_entry_ttl(request: pytest.FixtureReque
     assert _tree(store, root, "_delta_log/.tmp") == []
     assert not [f for f in table.check().findings if f.code == "orphan-log-file"]
     assert DeltaTable(location.uri, storage_options=location.options).version() == 4
+
+
+def test_files_registered_while_the_vacuum_runs_survive_on_every_store(
+    cloud_table: CloudTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit between the vacuum's snapshot and its deletes, and one after its START."""
+    table, store, root = _build(cloud_table)
+    _put(store, root, "p=d/kept.parquet", [7])
+    _put(store, root, "p=d/late.parquet", [8])
+    late = DeltaTable(cloud_table.uri, storage_options=cloud_table.options).transaction()
+    late.add(["p=d/late.parquet"])  # staged before the vacuum, committed after it
+    real = deltalog.vacuum.full_candidates
+
+    def listing(*args: Any) -> Any:
+        racer = DeltaTable(cloud_table.uri, storage_options=cloud_table.options)
+        racer.append_files(["p=d/kept.parquet"])
+        return real(*args)
+
+    monkeypatch.setattr(deltalog.vacuum, "full_candidates", listing)
+    # On the clock a week on, every file is older than the cutoff: the registered ones too.
+    result = table.vacuum(dry_run=False, now_ms=_later(8))
+    assert result.skipped == [store.join(root, "p=d/kept.parquet")]
+    assert _exists(store, root, "p=d/kept.parquet")
+    assert not _exists(store, root, "p=d/late.parquet")  # an orphan when it was deleted
+    with pytest.raises(ConcurrentVacuumError):
+        late.commit()
+    assert _rs_ids(cloud_table, tmp_path) == [2, 3, 7]
+    assert not [f for f in table.check().findings if f.code == "missing-file"]
