@@ -86,6 +86,7 @@ if TYPE_CHECKING:
         TransactionClosedError,
         UnsafeStorageError,
         UnsupportedFeatureError,
+        UnsupportedParquetTypeError,
         VersionGapError,
         VersionNotFoundError,
     )
@@ -171,6 +172,7 @@ _EXPORTS: dict[str, str] = {
     "Txn": "deltalog.actions",
     "UnsafeStorageError": "deltalog.errors",
     "UnsupportedFeatureError": "deltalog.errors",
+    "UnsupportedParquetTypeError": "deltalog.errors",
     "RowTrackingRewriteError": "deltalog.errors",
     "MissingRowCountError": "deltalog.errors",
     "VersionGapError": "deltalog.errors",
@@ -256,6 +258,7 @@ __all__ = [
     "Txn",
     "UnsafeStorageError",
     "UnsupportedFeatureError",
+    "UnsupportedParquetTypeError",
     "VersionGapError",
     "VersionNotFoundError",
     "__version__",

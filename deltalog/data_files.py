@@ -17,6 +17,7 @@ from deltalog.errors import (
 from deltalog.file_actions import scheme_prefix
 from deltalog.logstores import FileStatus, LogFileNotFoundError, scheme_of
 from deltalog.logstores.local import local_path_from_uri
+from deltalog.parquet_types import check_file_types
 from deltalog.paths import LOG_DIR, check_relative, encode_path
 from deltalog.schema import StructField, StructType, type_from_arrow
 from deltalog.snapshot import Snapshot
@@ -270,6 +271,7 @@ def data_schemas(
     Partition columns (which belong in directories, not files) are left out.
 
     Raises:
+        UnsupportedParquetTypeError: A column has a type some Delta reader cannot read.
         SchemaMismatchError: A file is not Parquet, or has a type with no Delta equivalent.
         InvalidPathError: A path escapes the table or is on another store.
         DataFileNotFoundError: A file is gone.
@@ -285,6 +287,7 @@ def data_schemas(
                 footer = read_footer(fh, location)
         except LogFileNotFoundError as exc:
             raise DataFileNotFoundError(f"{given!r} does not exist", path=given) from exc
+        check_file_types(footer.metadata, footer.schema, location)
         fields = []
         for arrow_field in footer.schema:
             if arrow_field.name.lower() in partitions:
