@@ -87,6 +87,7 @@ if TYPE_CHECKING:
         TransactionClosedError,
         UnsafeStorageError,
         UnsupportedFeatureError,
+        UnsupportedParquetTypeError,
         VersionGapError,
         VersionNotFoundError,
     )
@@ -173,6 +174,7 @@ _EXPORTS: dict[str, str] = {
     "Txn": "deltalog.actions",
     "UnsafeStorageError": "deltalog.errors",
     "UnsupportedFeatureError": "deltalog.errors",
+    "UnsupportedParquetTypeError": "deltalog.errors",
     "RowTrackingRewriteError": "deltalog.errors",
     "MissingRowCountError": "deltalog.errors",
     "VersionGapError": "deltalog.errors",
@@ -259,6 +261,7 @@ __all__ = [
     "Txn",
     "UnsafeStorageError",
     "UnsupportedFeatureError",
+    "UnsupportedParquetTypeError",
     "VersionGapError",
     "VersionNotFoundError",
     "__version__",

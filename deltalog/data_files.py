@@ -17,7 +17,8 @@ from deltalog.errors import (
 from deltalog.file_actions import scheme_prefix
 from deltalog.logstores import FileStatus, LogFileNotFoundError, scheme_of
 from deltalog.logstores.local import local_path_from_uri
-from deltalog.paths import check_relative, encode_path
+from deltalog.parquet_types import check_file_types
+from deltalog.paths import LOG_DIR, check_relative, encode_path
 from deltalog.schema import StructField, StructType, type_from_arrow
 from deltalog.snapshot import Snapshot
 from deltalog.stats import build_add, compatible, read_footer
@@ -34,8 +35,12 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
     file); absolute ones must be on the table's store (and, for object stores, in the table's
     bucket or container).
 
+    A path inside the table may not pass through a name Delta treats as not data (see
+    :func:`check_not_reserved`): ``_delta_log`` is refused before anything is read.
+
     Raises:
-        InvalidPathError: The path escapes the table, is on another store, or has a NUL.
+        InvalidPathError: The path escapes the table, is on another store, has a NUL, or lies in
+            ``_delta_log`` or another hidden directory.
     """
     if "\x00" in given:
         raise InvalidPathError(f"path {given!r} has a NUL character")
@@ -46,16 +51,46 @@ def resolve(storage: TableStorage, given: str) -> tuple[str, str, str]:
         location = _location(given)
         inside = _inside(storage, location)
         if inside is not None:
-            relative = check_relative(inside)
+            relative = check_not_reserved(check_relative(inside), given)
             return encode_path(relative), relative, storage.data_file(relative)
+        check_not_reserved(location, given, inside=False)
         if "://" not in location:  # local absolute path outside the table
             return "file://" + encode_path(location), location, location
         if scheme_prefix(location) != scheme_prefix(root):
             raise InvalidPathError(f"{given!r} is outside the table's bucket or container")
         head = scheme_prefix(location)
         return head + encode_path(location[len(head) :]), location, location
-    relative = check_relative(given)
+    relative = check_not_reserved(check_relative(given), given)
     return encode_path(relative), relative, storage.data_file(relative)
+
+
+def check_not_reserved(path: str, given: str, *, inside: bool = True) -> str:
+    """``path`` (relative to the table root), unless a name on it is not for data files.
+
+    Inside the table that is any directory or file name starting with ``_`` or ``.`` that is
+    no Hive-style ``col=value`` partition directory: ``_delta_log`` (the log itself),
+    ``_change_data`` (change data feed files), ``_delta_index``, and what delta-spark's VACUUM
+    and Spark's file listing treat as hidden (``_temporary``, ``.staging``, ``_SUCCESS``...):
+    a file there would never be vacuumed once removed. Outside the table (an absolute path)
+    only ``_delta_log`` is refused: it is some table's log.
+
+    Raises:
+        InvalidPathError: Naming the offending segment.
+    """
+    for segment in path.replace("\\", "/").split("/"):
+        if segment == LOG_DIR:
+            raise InvalidPathError(
+                f"{given!r} is in a {LOG_DIR} directory: the transaction log is not data; "
+                "give the data files (or the directory a job wrote them to)"
+            )
+        if inside and segment[:1] in ("_", ".") and "=" not in segment:
+            raise InvalidPathError(
+                f"{given!r} passes through {segment!r}: Delta treats names starting with '_' "
+                "or '.' (other than col=value partition directories) as not data (the log, "
+                "change data, staging, markers), and VACUUM never deletes files there; move "
+                "the data files elsewhere in the table"
+            )
+    return path
 
 
 def _inside(storage: TableStorage, location: str) -> str | None:
@@ -236,6 +271,7 @@ def data_schemas(
     Partition columns (which belong in directories, not files) are left out.
 
     Raises:
+        UnsupportedParquetTypeError: A column has a type some Delta reader cannot read.
         SchemaMismatchError: A file is not Parquet, or has a type with no Delta equivalent.
         InvalidPathError: A path escapes the table or is on another store.
         DataFileNotFoundError: A file is gone.
@@ -251,6 +287,7 @@ def data_schemas(
                 footer = read_footer(fh, location)
         except LogFileNotFoundError as exc:
             raise DataFileNotFoundError(f"{given!r} does not exist", path=given) from exc
+        check_file_types(footer.metadata, footer.schema, location)
         fields = []
         for arrow_field in footer.schema:
             if arrow_field.name.lower() in partitions:

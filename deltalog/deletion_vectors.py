@@ -9,11 +9,12 @@ of its data file that readers must skip. Per the Delta protocol:
 * ``storageType='p'``: it is in the file ``pathOrInlineDv`` (an absolute, URI-encoded path).
 
 A DV file is a version byte (1) followed by DVs, each a big-endian 4-byte size, the bitmap bytes
-and a big-endian CRC-32 of them. The bitmap is a little-endian magic number and a 64-bit
-RoaringBitmap: in the protocol's portable format (magic 1681511377) the number of 32-bit buckets
-(8 bytes), then per bucket its high 32 bits (4 bytes) and a 32-bit RoaringBitmap in the standard
-serialization; delta-spark also reads its older native format (magic 1681511376), which
-numbers the buckets by position and gives each one's size.
+and a big-endian CRC-32 of them. The bitmap is decoded by :mod:`deltalog.roaring`.
+
+A DV is bounded by its data file's row count before it is read or expanded: its declared
+cardinality and size must be possible for that many rows, and the decoder checks every
+container against both, so a malicious DV fails in milliseconds instead of expanding billions
+of row indexes.
 """
 
 from __future__ import annotations
@@ -29,12 +30,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog import arrow_values as av
 from deltalog.errors import DeletionVectorError
+from deltalog.roaring import NATIVE_MAGIC, PORTABLE_MAGIC, decode_bitmap, max_serialized_size
 
 __all__ = [
+    "NATIVE_MAGIC",
+    "PORTABLE_MAGIC",
     "DeletionVectorError",
+    "decode_bitmap",
     "dv_file_path",
     "is_dv_tombstone",
+    "live_mask",
     "read_deletion_vector",
     "z85_decode",
 ]
@@ -42,34 +49,44 @@ __all__ = [
 Z85_ALPHABET = (
     "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 )
-_Z85 = {c: i for i, c in enumerate(Z85_ALPHABET)}
-#: Magic numbers of delta-spark's two bitmap-array formats (little-endian, as it reads them).
-PORTABLE_MAGIC = 1681511377  # the protocol's: 8-byte bucket count, then (key, bitmap) pairs
-NATIVE_MAGIC = 1681511376  # 4-byte bitmap count, then (size, bitmap) pairs; key = position
-_SERIAL_COOKIE_NO_RUNS = 12346
-_SERIAL_COOKIE = 12347
-_NO_OFFSET_THRESHOLD = 4
-_ARRAY_MAX = 4096
+#: Each byte's Z85 digit value, 255 for bytes outside the alphabet (for ``bytes.translate``).
+_Z85 = bytes(Z85_ALPHABET.find(chr(b)) % 256 if chr(b) in Z85_ALPHABET else 255 for b in range(256))
 
 
 def z85_decode(text: str, size: int | None = None) -> bytes:
     """Decode Z85 text (groups of five characters to four bytes), truncated to ``size``.
+
+    Vectorised: the characters become digits through one table lookup, the groups words
+    through Arrow kernels.
 
     Raises:
         DeletionVectorError: A character outside the alphabet, or a length not a multiple of 5.
     """
     if len(text) % 5:
         raise DeletionVectorError(f"Z85 text of length {len(text)} is not a multiple of 5")
-    out = bytearray()
     try:
-        for start in range(0, len(text), 5):
-            value = 0
-            for ch in text[start : start + 5]:
-                value = value * 85 + _Z85[ch]
-            out += value.to_bytes(4, "big")
-    except (KeyError, OverflowError) as exc:
+        digits = text.encode("ascii").translate(_Z85)
+    except UnicodeEncodeError as exc:
         raise DeletionVectorError("deletion vector text is not valid Z85") from exc
-    return bytes(out if size is None else out[:size])
+    if b"\xff" in digits:
+        raise DeletionVectorError("deletion vector text is not valid Z85")
+    count = len(digits) // 5
+    if not count:
+        return b""
+    flat = pa.Array.from_buffers(pa.uint8(), len(digits), [None, pa.py_buffer(digits)])
+    groups = pa.FixedSizeListArray.from_arrays(flat, 5)
+    base = av.scalar(85, pa.uint64())
+    words = pc.list_element(groups, av.scalar(0, pa.int32())).cast(pa.uint64())
+    for k in range(1, 5):
+        digit = pc.list_element(groups, av.scalar(k, pa.int32())).cast(pa.uint64())
+        words = pc.add(pc.multiply(words, base), digit)
+    if pc.max(words).as_py() >= 1 << 32:
+        raise DeletionVectorError("deletion vector text is not valid Z85")
+    packed = array("I", words.cast(pa.uint32()).buffers()[1].to_pybytes()[: 4 * count])
+    if sys.byteorder == "little":  # Z85 words are big-endian
+        packed.byteswap()
+    out = packed.tobytes()
+    return out if size is None else out[:size]
 
 
 def dv_file_path(descriptor: Mapping[str, Any]) -> str | None:
@@ -110,30 +127,53 @@ def is_dv_tombstone(path: str, descriptor: Mapping[str, Any] | None) -> bool:
 
 
 def read_deletion_vector(
-    descriptor: Mapping[str, Any], read_file: Callable[[str], bytes]
+    descriptor: Mapping[str, Any], read_file: Callable[[str], bytes], *, num_rows: int
 ) -> pa.Array:
     """The row indexes the DV invalidates, ascending, as a ``uint64`` array.
+
+    The descriptor's cardinality and size are checked against ``num_rows`` before the DV is
+    read, and the bitmap against both while it is decoded (see :mod:`deltalog.roaring`).
 
     Args:
         descriptor: The ``deletionVector`` of an ``add`` (JSON field names).
         read_file: Reads a DV file given :func:`dv_file_path`'s path.
+        num_rows: The data file's row count (its Parquet footer's): every index is below it.
 
     Raises:
-        DeletionVectorError: The DV does not decode, or its count differs from ``cardinality``.
+        DeletionVectorError: The DV does not decode, names a row the file does not have, or
+            its count differs from ``cardinality``.
     """
-    size = int(descriptor.get("sizeInBytes") or 0)
+    size = _field(descriptor, "sizeInBytes", 0)
+    cardinality = _field(descriptor, "cardinality", None)
+    if cardinality is not None and cardinality > num_rows:
+        raise DeletionVectorError(
+            f"deletion vector deletes {cardinality} rows of a data file that has {num_rows}"
+        )
+    if size > max_serialized_size(num_rows):
+        raise DeletionVectorError(
+            f"deletion vector of {size} bytes is larger than any bitmap of {num_rows} rows"
+        )
     path = dv_file_path(descriptor)
     if path is None:
-        data = z85_decode(str(descriptor.get("pathOrInlineDv") or ""), size)
+        text = str(descriptor.get("pathOrInlineDv") or "")
+        if len(text) // 5 * 4 < size:
+            raise DeletionVectorError(
+                f"inline deletion vector of {len(text)} characters is shorter than {size} bytes"
+            )
+        data = z85_decode(text[: (size + 3) // 4 * 5], size)
     else:
-        data = _from_file(read_file(path), int(descriptor.get("offset") or 0), size)
-    rows = decode_bitmap(data)
-    cardinality = descriptor.get("cardinality")
-    if cardinality is not None and len(rows) != int(cardinality):
-        raise DeletionVectorError(
-            f"deletion vector holds {len(rows)} rows, its descriptor says {cardinality}"
-        )
-    return rows
+        data = _from_file(read_file(path), _field(descriptor, "offset", 0), size)
+    return decode_bitmap(data, num_rows=num_rows, cardinality=cardinality)
+
+
+def _field(descriptor: Mapping[str, Any], name: str, default: int | None) -> Any:
+    """A non-negative integer field of the descriptor, or ``default`` when it is absent."""
+    value = descriptor.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DeletionVectorError(f"deletion vector {name} {value!r} is not a count")
+    return value
 
 
 def _from_file(blob: bytes, offset: int, size: int) -> bytes:
@@ -149,91 +189,24 @@ def _from_file(blob: bytes, offset: int, size: int) -> bytes:
     return data
 
 
-def decode_bitmap(data: bytes) -> pa.Array:
-    """Decode Delta's serialized 64-bit bitmap (magic number + portable RoaringBitmap).
+def live_mask(deleted: pa.Array, num_rows: int) -> pa.Array:
+    """A ``bool`` mask of ``num_rows`` rows, false at the ``deleted`` indexes.
 
-    Raises:
-        DeletionVectorError: A wrong magic number or truncated data.
+    ``deleted`` must ascend strictly and lie below ``num_rows`` (as :func:`read_deletion_vector`
+    returns it). No hashing and no per-row Python work: the rows are cut into segments at
+    every deleted index and the index after it (``0, d0, d0 + 1, d1, d1 + 1, ..., num_rows``,
+    as the offsets of a list array, empty segments allowed), and a row is deleted exactly when
+    the segment it falls in (Arrow's ``list_parent_indices``) is an odd one.
     """
-    try:
-        magic = int.from_bytes(data[0:4], "little")
-        if magic == PORTABLE_MAGIC:
-            buckets, pos = int.from_bytes(data[4:12], "little"), 12
-        elif magic == NATIVE_MAGIC:
-            buckets, pos = int.from_bytes(data[4:8], "little"), 8
-        else:
-            raise DeletionVectorError(f"deletion vector has an unknown magic number {magic}")
-        parts: list[pa.Array] = []
-        for index in range(buckets):
-            # Portable: the bucket's key; native: the bitmap's size (the key is its position).
-            word = int.from_bytes(data[pos : pos + 4], "little")
-            high = word if magic == PORTABLE_MAGIC else index
-            low, pos = _roaring32(data, pos + 4)
-            values = pc.cast(low, pa.uint64())
-            parts.append(pc.add(values, pa.scalar(high << 32, pa.uint64())) if high else values)
-    except (IndexError, ValueError) as exc:
-        raise DeletionVectorError("deletion vector data is truncated or malformed") from exc
-    if not parts:
-        return pa.array([], pa.uint64())
-    return pa.concat_arrays(parts)
-
-
-def _u16(data: bytes, pos: int, count: int) -> array[int]:
-    out = array("H")
-    out.frombytes(data[pos : pos + 2 * count])
-    if len(out) != count:
-        raise ValueError("truncated")
-    if sys.byteorder != "little":
-        out.byteswap()
-    return out
-
-
-def _roaring32(data: bytes, pos: int) -> tuple[pa.Array, int]:
-    """One 32-bit RoaringBitmap (standard serialization) at ``pos``; values and the end."""
-    cookie = int.from_bytes(data[pos : pos + 4], "little")
-    run_flags = b""
-    if cookie & 0xFFFF == _SERIAL_COOKIE:
-        count = (cookie >> 16) + 1
-        pos += 4
-        run_flags = data[pos : pos + (count + 7) // 8]
-        pos += (count + 7) // 8
-        has_offsets = count >= _NO_OFFSET_THRESHOLD
-    elif cookie == _SERIAL_COOKIE_NO_RUNS:
-        count = int.from_bytes(data[pos + 4 : pos + 8], "little")
-        pos += 8
-        has_offsets = True
-    else:
-        raise ValueError(f"unknown RoaringBitmap cookie {cookie}")
-    header = _u16(data, pos, 2 * count)
-    pos += 4 * count
-    if has_offsets:
-        pos += 4 * count  # container offsets: the containers follow in order anyway
-    parts: list[pa.Array] = []
-    for i in range(count):
-        key, cardinality = header[2 * i], header[2 * i + 1] + 1
-        base = pa.scalar(key << 16, pa.uint32())
-        if run_flags and run_flags[i // 8] >> (i % 8) & 1:
-            runs = int.from_bytes(data[pos : pos + 2], "little")
-            pairs = _u16(data, pos + 2, 2 * runs)
-            pos += 2 + 4 * runs
-            low = pa.array(
-                [
-                    v
-                    for j in range(runs)
-                    for v in range(pairs[2 * j], pairs[2 * j] + pairs[2 * j + 1] + 1)
-                ],
-                pa.uint32(),
-            )
-        elif cardinality > _ARRAY_MAX:
-            bits = data[pos : pos + 8192]
-            if len(bits) != 8192:
-                raise ValueError("truncated")
-            pos += 8192
-            mask = pa.BooleanArray.from_buffers(pa.bool_(), 65536, [None, pa.py_buffer(bits)])
-            low = pc.cast(pc.indices_nonzero(mask), pa.uint32())
-        else:
-            low = pa.array(_u16(data, pos, cardinality), pa.uint32())
-            pos += 2 * cardinality
-        parts.append(pc.add(low, base) if key else low)
-    values = pa.concat_arrays(parts) if parts else pa.array([], pa.uint32())
-    return values, pos
+    if not len(deleted):
+        return av.bools(True, num_rows)
+    rows = deleted.cast(pa.int64())
+    one = av.int64(1)
+    slots = av.int_range(0, 2 * len(rows))
+    bounds = pc.add(pc.take(rows, pc.shift_right(slots, one)), pc.bit_wise_and(slots, one))
+    offsets = pa.concat_arrays(
+        [pa.repeat(av.int64(0), 1), bounds, pa.repeat(av.int64(num_rows), 1)]
+    )
+    segments = pa.LargeListArray.from_arrays(offsets, pa.nulls(num_rows))
+    parity = pc.bit_wise_and(pc.list_parent_indices(segments), one)
+    return pc.equal(parity, av.int64(0))

@@ -23,6 +23,9 @@
     │   ├── InvalidSchemaError        a schema that cannot be represented or parsed
     │   ├── SchemaMismatchError       a data file's schema does not match the table
     │   │   ├── ColumnMappingError    a data file lacks a column-mapped table's physical names/ids
+    │   │   ├── UnsupportedParquetTypeError  a type Delta readers cannot read (ns timestamps,
+    │   │   │                                unsigned ints...); says how to write it (also an
+    │   │   │                                InvalidSchemaError, when a new schema has one)
     │   │   └── SchemaEvolutionError  new columns cannot be merged in (a type change, ...)
     │   ├── PartitioningMismatchError partitionBy differs from an existing table's partitioning
     │   ├── InvalidWriteModeError     a write mode that is not append/overwrite/error/ignore
@@ -207,6 +210,27 @@ class ColumnMappingError(SchemaMismatchError):
     Attributes:
         path: The offending data file.
     """
+
+
+class UnsupportedParquetTypeError(SchemaMismatchError, InvalidSchemaError):
+    """A data file (or a new table's Arrow schema) has a type Delta readers cannot read.
+
+    delta-spark, delta-rs and deltalog must all be able to read every file of a table, so a
+    file is refused when one of them cannot read a column's physical type as the table's
+    Delta type: nanosecond timestamps (``INT64 TIMESTAMP(NANOS)``, pandas' default; INT96
+    timestamps as Spark writes them are fine), unsigned integers, ``float16``, time of day,
+    durations and intervals. The message names the column and says how to write it instead.
+    When the type comes from an Arrow schema given to create or change a table, this is also
+    an :class:`InvalidSchemaError`.
+
+    Attributes:
+        path: The offending data file (``None`` for a schema).
+        column: The dotted path of the offending column.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, column: str = "") -> None:
+        super().__init__(message, path=path)
+        self.column = column
 
 
 class SchemaEvolutionError(SchemaMismatchError):

@@ -18,10 +18,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.deletion_vectors import read_deletion_vector
+from deltalog.deletion_vectors import live_mask, read_deletion_vector
 from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.logstores import LogFileNotFoundError
 from deltalog.predicates import Predicate, PredicateLike, as_predicate, matches, partition_table
@@ -113,15 +112,15 @@ def _read_file(
     data_fields = [f for f in fields if f.name not in partition_columns]
     with _reading(location), storage.store.open_input(location) as fh:
         parquet = pq.ParquetFile(fh)
+        keep = None
+        if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
+            keep = _kept_rows(storage, row["deletion_vector"], parquet.metadata.num_rows)
         present = set(parquet.schema_arrow.names)
         physical = [_physical(f) for f in data_fields if _physical(f) in present]
         data = parquet.read(columns=physical)
-    rows = data.num_rows
-    if row["deletion_vector"] is not None:
-        deleted = read_deletion_vector(row["deletion_vector"], lambda p: _read_dv(storage, p))
-        keep = pc.invert(pc.is_in(pa.array(range(rows), pa.uint64()), value_set=deleted))
+    if keep is not None:
         data = data.filter(keep)
-        rows = data.num_rows
+    rows = data.num_rows
     values = dict(row["partition_values"] or [])
     out: list[pa.Array] = []
     for f in fields:
@@ -136,6 +135,12 @@ def _read_file(
         else:  # a column added after this file was written
             out.append(pa.nulls(rows, arrow_type))
     return pa.Table.from_arrays(out, schema=target)
+
+
+def _kept_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:
+    """A mask of the ``num_rows`` rows of a data file its deletion vector leaves live."""
+    deleted = read_deletion_vector(descriptor, lambda p: _read_dv(storage, p), num_rows=num_rows)
+    return live_mask(deleted, num_rows)
 
 
 def _read_dv(storage: TableStorage, path: str) -> bytes:

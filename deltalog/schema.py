@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 
 from deltalog.errors import InvalidSchemaError
+from deltalog.parquet_types import check_schema_types
 
 PRIMITIVES = (
     "string",
@@ -342,12 +343,17 @@ def _field_from_arrow(f: pa.Field) -> StructField:
 def as_struct(schema: StructType | pa.Schema | Mapping[str, Any] | str) -> StructType:
     """Accept a schema in any supported form: ``StructType``, pyarrow, JSON dict or string.
 
+    A pyarrow schema may not have types Delta readers cannot read in files, nanosecond
+    timestamps included (see :mod:`deltalog.parquet_types`).
+
     Raises:
-        InvalidSchemaError: The schema is invalid.
+        InvalidSchemaError: The schema is invalid (:class:`UnsupportedParquetTypeError` for
+            such a type).
     """
     if isinstance(schema, StructType):
         result = schema
     elif isinstance(schema, pa.Schema):
+        check_schema_types(schema)
         result = StructType.from_arrow(schema)
     elif isinstance(schema, str):
         result = StructType.from_json_string(schema)

@@ -32,6 +32,7 @@ from deltalog.column_mapping import (
 )
 from deltalog.config import DEFAULT_INDEXED_COLS
 from deltalog.errors import SchemaMismatchError
+from deltalog.parquet_types import check_file_types
 from deltalog.partitions import check_partition_values, parse_hive_path
 from deltalog.schema import (
     ArrayType,
@@ -278,10 +279,12 @@ def build_add(
     logical or the physical names. Partition values and statistics are logged by physical name.
 
     Raises:
+        UnsupportedParquetTypeError: A column has a type some Delta reader cannot read.
         ColumnMappingError: The file uses logical names or lacks the ids of a mapped table.
         SchemaMismatchError: The file's schema does not fit the table.
         PartitionValueError: The Hive-style directories do not give valid partition values.
     """
+    check_file_types(footer.metadata, footer.schema, location)
     raw_values = parse_hive_path(relative_for_partitions)
     mode = mapping_mode(configuration)
     if mode != "none":  # files, partition values and stats use physical names

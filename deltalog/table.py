@@ -478,7 +478,8 @@ class DeltaTable:
                 an allowed widening) or a partition column would change.
             PartitionValueError: A file's directories do not give valid partition values.
             InvalidPathError: A path escapes the table or is on another store, is the table root,
-                or is a Spark output directory whose job has not committed (``_temporary``).
+                is a Spark output directory whose job has not committed (``_temporary``), or
+                passes through ``_delta_log`` or another name starting with ``_`` or ``.``.
             DuplicateFileError: A path is given twice or is already in the table.
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             MetadataChangedError, ProtocolChangedError: A concurrent commit changed the table.

@@ -628,3 +628,80 @@ def test_s3_directory_markers_in_an_output_directory_are_skipped(
     with pytest.raises(DataFileNotFoundError):
         table.append_files(["only-markers"])
     assert table.update() == 1
+
+
+# --------------------------------------------------------------------------- reserved names
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        pytest.param(lambda root: "_delta_log", id="log-dir"),
+        pytest.param(lambda root: "_delta_log/", id="log-dir-slash"),
+        pytest.param(lambda root: "./_delta_log", id="log-dir-dot"),
+        pytest.param(lambda root: f"_delta_log/{0:020d}.json", id="commit-file"),
+        pytest.param(lambda root: str(root / "_delta_log"), id="log-dir-absolute"),
+        pytest.param(lambda root: f"file://{root}/_delta_log", id="log-dir-uri"),
+        pytest.param(lambda root: "batch/../_delta_log", id="log-dir-dot-dot"),
+        pytest.param(lambda root: "_change_data/cdc.parquet", id="change-data"),
+        pytest.param(lambda root: "_delta_index/ix.parquet", id="delta-index"),
+        pytest.param(lambda root: "_staging", id="underscore-dir"),
+        pytest.param(lambda root: "_staging/f.parquet", id="underscore-dir-file"),
+        pytest.param(lambda root: ".hidden/f.parquet", id="dot-dir-file"),
+        pytest.param(lambda root: "p=a/q=1/_f.parquet", id="underscore-file"),
+        pytest.param(lambda root: "p=a/q=1/.f.parquet", id="dot-file"),
+        pytest.param(lambda root: str(root / "batch" / "_tmp"), id="underscore-dir-absolute"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["append", "merge", "overwrite"])
+def test_reserved_and_hidden_paths_are_refused_before_reading(
+    table_root: Path, given: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_delta_log`` (and every name Delta treats as hidden) is refused as a path, not read.
+
+    Every file under these names is a valid data file of the table, so only the path can be
+    the reason; nothing is listed, opened or committed.
+    """
+    for relative in (
+        "_change_data/cdc.parquet",
+        "_delta_index/ix.parquet",
+        "_staging/f.parquet",
+        ".hidden/f.parquet",
+        "p=a/q=1/_f.parquet",
+        "p=a/q=1/.f.parquet",
+        "batch/_tmp/p=a/q=1/f.parquet",
+    ):
+        write_parquet(table_root, relative, rows(range(1)))
+    table = DeltaTable(str(table_root))
+    unchanged = Unchanged(table, table_root)
+
+    def no_reading(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a data path was read before it was refused")
+
+    monkeypatch.setattr(deltalog.data_files, "read_footer", no_reading)
+    store = type(table._storage.store)
+    monkeypatch.setattr(store, "list_tree", no_reading)
+    with pytest.raises(InvalidPathError, match=r"_delta_log|not data"):
+        if mode == "overwrite":
+            table.overwrite_files([given(table_root)])
+        else:
+            table.append_files(
+                [given(table_root)], schema_mode="merge" if mode == "merge" else None
+            )
+    monkeypatch.undo()
+    unchanged.check()
+
+
+def test_another_tables_log_outside_the_table_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    DeltaTable.create(str(other), SCHEMA)
+    root = tmp_path / "table"
+    table = DeltaTable.create(str(root), SCHEMA, partition_by=["p", "q"])
+    unchanged = Unchanged(table, root)
+    with pytest.raises(InvalidPathError, match="_delta_log"):
+        table.append_files([str(other / "_delta_log")])
+    unchanged.check()
+    # Names starting with '_' outside the table are the caller's business.
+    write_parquet(tmp_path, "_outside/p=a/q=1/f.parquet", rows(range(2)))
+    table.append_files([str(tmp_path / "_outside" / "p=a" / "q=1" / "f.parquet")])
+    assert table.files().num_rows == 1

@@ -117,13 +117,16 @@ def test_bitmaps_of_every_container_kind_decode(case: str, native: bool) -> None
         values = values[:2]
     data = _bitmap(values, runs=case == "runs", native=native)
     assert decode_bitmap(data).to_pylist() == values
+    assert decode_bitmap(data, num_rows=values[-1] + 1, cardinality=len(values)).to_pylist() == (
+        values
+    )
     inline = {
         "storageType": "i",
         "pathOrInlineDv": z85(data),
         "sizeInBytes": len(data),
         "cardinality": len(values),
     }
-    assert read_deletion_vector(inline, lambda _: b"").to_pylist() == values
+    assert read_deletion_vector(inline, lambda _: b"", num_rows=1 << 40).to_pylist() == values
 
 
 def test_on_disk_deletion_vectors_are_checked(tmp_path: Path) -> None:
@@ -137,11 +140,11 @@ def test_on_disk_deletion_vectors_are_checked(tmp_path: Path) -> None:
         "cardinality": 2,
     }
     assert dv_file_path(dv) == "ab/deletion_vector_11111111-1111-1111-1111-111111111111.bin"
-    assert read_deletion_vector(dv, lambda _: blob).to_pylist() == [1, 2]
+    assert read_deletion_vector(dv, lambda _: blob, num_rows=3).to_pylist() == [1, 2]
     with pytest.raises(DeletionVectorError, match="checksum"):
-        read_deletion_vector(dv, lambda _: blob[:-1] + b"\x00")
+        read_deletion_vector(dv, lambda _: blob[:-1] + b"\x00", num_rows=3)
     with pytest.raises(DeletionVectorError, match="descriptor says 3"):
-        read_deletion_vector({**dv, "cardinality": 3}, lambda _: blob)
+        read_deletion_vector({**dv, "cardinality": 3}, lambda _: blob, num_rows=3)
     with pytest.raises(DeletionVectorError, match="magic"):
         decode_bitmap(b"\x00" * 12)
     with pytest.raises(DeletionVectorError):
