@@ -67,3 +67,16 @@ class StoreUnavailableError(StoreIOError):
 
     After such a failure the request may or may not have taken effect.
     """
+
+
+def is_store_failure(exc: BaseException) -> bool:
+    """Whether an exception raised while decoding a file read from a store is the store's.
+
+    Decoders that read through a file object (pyarrow's Parquet reader) re-raise that object's
+    own exceptions, so a store failing mid-read surfaces from the decoder. It is the store's
+    failure when it is a :class:`LogStoreError`, or an ``OSError`` that carries an ``errno``
+    (an I/O error of a local file, raised by Python or by Arrow's native files). A decoder's
+    own complaints about the bytes (``ArrowInvalid``, ``ValueError``, and the ``OSError``
+    without ``errno`` Parquet raises for a corrupt footer) are not.
+    """
+    return isinstance(exc, LogStoreError) or (isinstance(exc, OSError) and exc.errno is not None)
