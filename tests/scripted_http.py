@@ -9,6 +9,7 @@ failures (throttling, 5xx, dropped connections) that the emulators cannot produc
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import socket
 import threading
@@ -19,7 +20,7 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any
 
 import pytest
 
@@ -70,10 +71,10 @@ class Recorded:
         return self.headers.get(name.lower())
 
 
-def read_body(rfile: BinaryIO, headers: Message) -> bytes:
+def read_body(rfile: io.BufferedIOBase, headers: Message) -> bytes:
     """The body of a request whose headers were just read (chunked or ``Content-Length``)."""
     if headers.get("Transfer-Encoding", "").lower() == "chunked":
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(rfile.readline().split(b";")[0].strip(), 16)
             if size == 0:

@@ -137,7 +137,7 @@ def _fail_reads_of(monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
 
     def failing_open(self: LocalLogStore, path: str) -> BinaryIO:
         if path.endswith(suffix):
-            return io.BufferedReader(_FailingReads(self.stat(path).size))  # type: ignore[return-value]
+            return io.BufferedReader(_FailingReads(self.stat(path).size))
         return open_input(self, path)
 
     def no_local_path(self: LocalLogStore, path: str) -> str | None:
