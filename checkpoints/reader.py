@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
+from deltalog.logstores import LogFileNotFoundError, LogStore
+from deltalog.logstores.errors import is_store_failure
 from deltalog.logstores.thread_pool import shared_pool
 
 from .arrow_pool import decode_pool, open_parquet
@@ -387,7 +388,7 @@ def _read_parquet(
     except (LogFileNotFoundError, FileNotFoundError) as exc:
         raise IncompleteCheckpointError(f"checkpoint file missing: {path}") from exc
     except (pa.ArrowException, OSError, ValueError) as exc:
-        if isinstance(exc, LogStoreError):
+        if is_store_failure(exc):  # the storage failed, not the file: the caller reports it
             raise
         raise CheckpointFormatError(f"unreadable checkpoint file {path}: {exc}") from exc
 
@@ -465,6 +466,8 @@ def read_checkpoint(
     Raises:
         IncompleteCheckpointError: A part or sidecar is missing.
         CheckpointFormatError: A file cannot be parsed.
+        LogStoreError, OSError: The storage failed while reading (an ``OSError`` with an
+            ``errno`` for a local file); never reported as a format error.
     """
     out = CheckpointData()
     for path in paths:

@@ -15,7 +15,8 @@
     │   ├── MissingMetadataError      no metaData action at the start of the replayed history
     │   ├── CorruptCheckpointError    a checkpoint or _last_checkpoint cannot be used
     │   ├── MissingDataFileError      a data or deletion-vector file the log names is gone
-    │   └── DeletionVectorError       a deletion vector does not decode
+    │   ├── DeletionVectorError       a deletion vector does not decode
+    │   └── IncompleteCommitError     an external store's commit entry cannot be finished
     ├── UnsupportedFeatureError       the table needs a protocol feature deltalog lacks
     │   └── RowTrackingRewriteError   a rewrite would lose the row ids of a row-tracking table
     ├── MissingExtraError             an optional dependency is not installed; names the extra
@@ -141,6 +142,32 @@ class MissingDataFileError(CorruptLogError):
 
 class DeletionVectorError(CorruptLogError):
     """A deletion vector cannot be decoded (encoding, magic number, size or checksum)."""
+
+
+class IncompleteCommitError(CorruptLogError):
+    """S3 + DynamoDB: a commit's entry is incomplete and its content is gone; repair by hand.
+
+    The DynamoDB entry of commit ``version`` is marked incomplete, ``N.json`` was never
+    written, and the temp file that held the commit (``temp_path``) no longer exists, so the
+    commit can be neither finished nor skipped: nothing can be read or committed past version
+    ``version - 1``. The message says how to repair it (delete the entry, or write the commit
+    file by hand and mark the entry complete), as delta-spark's documentation describes. The
+    log store's :class:`~deltalog.logstores.errors.OrphanedCommitEntryError` is the
+    ``__cause__``.
+
+    Attributes:
+        version: The stuck commit's version.
+        path: Its commit file, which does not exist.
+        temp_path: The temp file the entry names, which does not exist either.
+        entry: Where the entry is: the DynamoDB table and key.
+    """
+
+    def __init__(
+        self, message: str, *, version: int, path: str, temp_path: str, entry: str
+    ) -> None:
+        super().__init__(message, version=version, path=path)
+        self.temp_path = temp_path
+        self.entry = entry
 
 
 class UnsupportedFeatureError(DeltaLogError):

@@ -32,6 +32,7 @@ from deltalog.column_mapping import (
 )
 from deltalog.config import DEFAULT_INDEXED_COLS
 from deltalog.errors import SchemaMismatchError
+from deltalog.logstores.errors import is_store_failure
 from deltalog.parquet_types import check_file_types
 from deltalog.partitions import check_partition_values, parse_hive_path
 from deltalog.schema import (
@@ -57,13 +58,20 @@ class FooterInfo:
 def read_footer(fh: Any, location: str) -> FooterInfo:
     """Read a Parquet footer from an open file.
 
+    A failure of the storage while reading (a dropped connection, a local I/O error) is
+    re-raised as it is, for the caller's :func:`~deltalog.storage.storage_errors` to report:
+    it says nothing about the file's bytes.
+
     Raises:
         SchemaMismatchError: The file is not Parquet.
+        LogStoreError, OSError: The storage failed.
     """
     try:
         pf = pq.ParquetFile(fh)
         return FooterInfo(pf.schema_arrow, pf.metadata)
     except (pa.ArrowException, OSError, ValueError) as exc:
+        if is_store_failure(exc):
+            raise
         raise SchemaMismatchError(
             f"{location} is not a readable Parquet file: {exc}", path=location
         ) from exc

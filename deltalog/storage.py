@@ -7,6 +7,7 @@ import mmap
 from collections.abc import Iterator, Mapping
 
 from deltalog.errors import (
+    IncompleteCommitError,
     StorageConfigurationError,
     StorageError,
     TableNotFoundError,
@@ -21,6 +22,7 @@ from deltalog.logstores import (
     UnsafeStoreConfigurationError,
     open_store,
 )
+from deltalog.logstores.errors import OrphanedCommitEntryError, is_store_failure
 from deltalog.logstores.local import local_path_from_uri
 from deltalog.logstores.options import redact_uri
 from deltalog.paths import LAST_CHECKPOINT, LOG_DIR, decode_path, has_scheme, scheme_family
@@ -29,16 +31,33 @@ from deltalog.user_input import check_options, check_uri
 
 @contextlib.contextmanager
 def storage_errors(what: str) -> Iterator[None]:
-    """Re-raise any log store failure (other than not-found) as :class:`StorageError`."""
+    """Re-raise any storage failure (other than not-found) as :class:`StorageError`.
+
+    A storage failure is a log store error, or an ``OSError`` with an ``errno`` that a local
+    file raised while a decoder read it (see :func:`~deltalog.logstores.errors.is_store_failure`).
+    An external commit store's entry that cannot be finished is :class:`IncompleteCommitError`.
+    """
     try:
         yield
-    except (LogFileNotFoundError, FileExistsError):
+    except (FileNotFoundError, FileExistsError):
         raise
+    except OrphanedCommitEntryError as exc:
+        raise IncompleteCommitError(
+            f"{what}: {exc}",
+            version=exc.version,
+            path=exc.commit_path,
+            temp_path=exc.temp_path,
+            entry=exc.entry,
+        ) from exc
     except UnsafeStoreConfigurationError as exc:
         raise UnsafeStorageError(f"{what}: {exc}") from exc
     except StoreConfigurationError as exc:
         raise StorageConfigurationError(f"{what}: {exc}") from exc
     except LogStoreError as exc:
+        raise StorageError(f"{what}: {exc}") from exc
+    except OSError as exc:
+        if not is_store_failure(exc):
+            raise
         raise StorageError(f"{what}: {exc}") from exc
 
 

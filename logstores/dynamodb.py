@@ -24,6 +24,8 @@ Options (``storage_options``), with delta-rs' names accepted where they exist:
 
 from __future__ import annotations
 
+import json
+import shlex
 import time
 from typing import Any
 
@@ -219,6 +221,21 @@ class S3DynamoDBLogStore(ExternalCoordinatedLogStore):
         return True
 
     # ------------------------------------------------------------------ hooks
+
+    def describe_entry(self, entry: ExternalCommitEntry) -> str:  # noqa: D102
+        return (
+            f"the DynamoDB table {self.table_name!r} (key {ATTR_TABLE_PATH}="
+            f"{entry.table_path!r}, {ATTR_FILE_NAME}={entry.file_name!r})"
+        )
+
+    def delete_entry_command(self, entry: ExternalCommitEntry) -> str:  # noqa: D102
+        key = json.dumps(
+            {ATTR_TABLE_PATH: {"S": entry.table_path}, ATTR_FILE_NAME: {"S": entry.file_name}}
+        )
+        return (
+            f"aws dynamodb delete-item --table-name {shlex.quote(self.table_name)} "
+            f"--key {shlex.quote(key)}"
+        )
 
     def put_entry(self, entry: ExternalCommitEntry, *, overwrite: bool) -> None:  # noqa: D102
         kwargs: dict[str, Any] = {"TableName": self.table_name, "Item": entry_to_item(entry)}

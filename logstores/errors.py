@@ -12,6 +12,7 @@ a :class:`LogStoreError`; SDK exceptions are mapped at the store boundary with `
     │   ├── UnknownSchemeError      (no store is registered for a URL scheme)
     │   ├── MissingDependencyError  (the SDK for a store is not installed; names the extra)
     │   └── UnsafeStoreConfigurationError (no real compare-and-swap is available)
+    ├── OrphanedCommitEntryError    (an external store's incomplete entry cannot be finished)
     └── StoreIOError                (any other failure talking to the storage)
         └── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
 """
@@ -67,3 +68,53 @@ class StoreUnavailableError(StoreIOError):
 
     After such a failure the request may or may not have taken effect.
     """
+
+
+class OrphanedCommitEntryError(LogStoreError):
+    """An external commit store (DynamoDB) holds an incomplete entry that cannot be finished.
+
+    The entry claims a commit file that was never written, and the temp file it names, the
+    commit's only copy, is gone (deleted by hand or by a lifecycle rule). Until the entry is
+    repaired no reader can list the log and no writer can commit after it; the message says
+    how to repair it. Nothing is retried: the state does not heal by itself.
+
+    Attributes:
+        table_path: The table root.
+        file_name: The commit file the entry is for (``00000000000000000007.json``).
+        version: Its version.
+        commit_path: The full path of that commit file (absent).
+        temp_path: The full path of the temp file the entry names (absent).
+        entry: How the external store names the entry (table and key).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table_path: str,
+        file_name: str,
+        version: int,
+        commit_path: str,
+        temp_path: str,
+        entry: str,
+    ) -> None:
+        super().__init__(message)
+        self.table_path = table_path
+        self.file_name = file_name
+        self.version = version
+        self.commit_path = commit_path
+        self.temp_path = temp_path
+        self.entry = entry
+
+
+def is_store_failure(exc: BaseException) -> bool:
+    """Whether an exception raised while decoding a file read from a store is the store's.
+
+    Decoders that read through a file object (pyarrow's Parquet reader) re-raise that object's
+    own exceptions, so a store failing mid-read surfaces from the decoder. It is the store's
+    failure when it is a :class:`LogStoreError`, or an ``OSError`` that carries an ``errno``
+    (an I/O error of a local file, raised by Python or by Arrow's native files). A decoder's
+    own complaints about the bytes (``ArrowInvalid``, ``ValueError``, and the ``OSError``
+    without ``errno`` Parquet raises for a corrupt footer) are not.
+    """
+    return isinstance(exc, LogStoreError) or (isinstance(exc, OSError) and exc.errno is not None)

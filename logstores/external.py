@@ -14,7 +14,13 @@ conditional writes (DynamoDB) decides who owns version N. A commit of ``N.json``
 A writer that dies after step 2 leaves an incomplete entry; any reader or writer that lists the
 log first repairs the latest entry, so the commit is never lost. A writer that loses the entry
 race, or a reader that finds ``N.json`` missing, repairs that entry too. A writer that dies
-before step 2 leaves only an orphan temp file. Subclasses implement the three entry operations; the
+before step 2 leaves only an orphan temp file. An incomplete entry whose temp file is gone
+(deleted by hand or by a lifecycle rule) and whose ``N.json`` was never written cannot be
+repaired: readers and writers stop at once with
+:class:`~logstores.errors.OrphanedCommitEntryError`, which says how to repair it by hand
+(delta-spark fails there too, after retries, and leaves the entry alone as well).
+
+Subclasses implement the three entry operations; the
 ``_write_temp_file``/``_copy_temp_file``/``_put_complete_entry``/``_fix_*`` methods and
 :meth:`ExternalCoordinatedLogStore._fault` are seams for fault-injection tests.
 
@@ -39,6 +45,7 @@ from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
+    OrphanedCommitEntryError,
     StoreIOError,
 )
 
@@ -146,6 +153,17 @@ class ExternalCoordinatedLogStore(LogStore):
     def get_latest_entry(self, table_path: str) -> ExternalCommitEntry | None:
         """The entry with the greatest file name for the table, or ``None``."""
 
+    def describe_entry(self, entry: ExternalCommitEntry) -> str:
+        """Where ``entry`` is stored, for messages a person acts on (table and key)."""
+        return (
+            f"the external store's entry (tablePath={entry.table_path!r}, "
+            f"fileName={entry.file_name!r})"
+        )
+
+    def delete_entry_command(self, entry: ExternalCommitEntry) -> str | None:
+        """A shell command that deletes ``entry``, when the store has a command-line tool."""
+        return None
+
     # ------------------------------------------------------------------ seams
 
     def _fault(self, step: str) -> None:
@@ -209,6 +227,8 @@ class ExternalCoordinatedLogStore(LogStore):
             # Help the winner finish, so that the caller can read N.json right away.
             try:
                 self._repair(table_path, file_name)
+            except OrphanedCommitEntryError:
+                raise  # N is taken for good: no later attempt can get past it
             except LogStoreError as exc:
                 log.warning("%s: could not finish the winning commit (%s)", path, exc)
             raise FileAlreadyExistsError(f"already exists: {path}") from None
@@ -261,6 +281,7 @@ class ExternalCoordinatedLogStore(LogStore):
         Safe to run concurrently from several readers: each copies the same bytes.
 
         Raises:
+            OrphanedCommitEntryError: The temp file is gone and ``N.json`` was never written.
             LogStoreError: The repair still failed after retries.
         """
         if entry.complete:
@@ -269,15 +290,57 @@ class ExternalCoordinatedLogStore(LogStore):
         for attempt in range(_FIX_ATTEMPTS):
             try:
                 if not copied and not self.objects.exists(entry.file_path):
-                    self._fix_copy_temp_file(entry)
+                    self._copy_for_fix(entry)
                 copied = True
                 self._fix_put_complete_entry(entry)
                 log.info("repaired %s", entry.file_path)
                 return
+            except OrphanedCommitEntryError:
+                raise
             except LogStoreError as exc:
                 if attempt == _FIX_ATTEMPTS - 1:
                     raise
                 log.info("repairing %s: %s; retrying", entry.file_path, exc)
+
+    def _copy_for_fix(self, entry: ExternalCommitEntry) -> None:
+        """Copy the temp file of ``entry`` to its commit file, telling an orphaned entry apart.
+
+        Raises:
+            OrphanedCommitEntryError: Neither the temp file nor the commit file exists.
+        """
+        try:
+            self._fix_copy_temp_file(entry)
+        except LogFileNotFoundError as exc:
+            if self.objects.exists(entry.file_path):
+                return  # copied meanwhile, and its temp file cleaned up since
+            if self.objects.exists(entry.absolute_temp_path):
+                raise  # something else is missing (the bucket?)
+            raise self._orphaned(entry) from exc
+
+    def _orphaned(self, entry: ExternalCommitEntry) -> OrphanedCommitEntryError:
+        version = delta_version(entry.file_name)
+        assert version is not None  # only commit files get entries
+        where = self.describe_entry(entry)
+        command = self.delete_entry_command(entry)
+        return OrphanedCommitEntryError(
+            f"commit {entry.file_name} of {entry.table_path} cannot be finished: {where} "
+            f"records it as incomplete, but {entry.file_path} was never written and the temp "
+            f"file holding its content, {entry.absolute_temp_path}, is gone. Reading and "
+            "committing fail until the entry is repaired by hand. If nobody has the "
+            "commit's content any more, delete the entry"
+            + (f" ({command})" if command else "")
+            + f"; version {version} is then free again, and that commit is lost. If you have "
+            f"its content, write it to {entry.file_path} and then set the entry's complete "
+            'attribute to "true". The temp files under _delta_log/.tmp/ must outlive their '
+            "commits (an expiry rule on them must be long, as delta-spark's documentation "
+            "says).",
+            table_path=entry.table_path,
+            file_name=entry.file_name,
+            version=version,
+            commit_path=entry.file_path,
+            temp_path=entry.absolute_temp_path,
+            entry=where,
+        )
 
     def list_from(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
         parts = split_log_path(path)

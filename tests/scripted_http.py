@@ -9,12 +9,14 @@ failures (throttling, 5xx, dropped connections) that the emulators cannot produc
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import socket
 import threading
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -69,6 +71,22 @@ class Recorded:
         return self.headers.get(name.lower())
 
 
+def read_body(rfile: io.BufferedIOBase, headers: Message) -> bytes:
+    """The body of a request whose headers were just read (chunked or ``Content-Length``)."""
+    if headers.get("Transfer-Encoding", "").lower() == "chunked":
+        chunks: list[bytes] = []
+        while True:
+            size = int(rfile.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                while rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(chunks)
+            chunks.append(rfile.read(size))
+            rfile.readline()
+    length = int(headers.get("Content-Length") or 0)
+    return rfile.read(length) if length else b""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -90,22 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _read_body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
     def _handle(self) -> None:
-        body = self._read_body()
+        body = read_body(self.rfile, self.headers)
         scripted = self.server.scripted
         request = Recorded(
             self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body

@@ -20,7 +20,7 @@ import pytest
 from servers.fixtures import BUCKET, DYNAMO_TABLE, CloudTable, cloud_location, s3_options
 from tableutil import one_row_add
 
-from deltalog import DeltaTable
+from deltalog import DeltaTable, IncompleteCommitError
 from deltalog.logstores import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
@@ -30,6 +30,7 @@ from deltalog.logstores import (
     open_store,
 )
 from deltalog.logstores.dynamodb import S3DynamoDBLogStore, entry_to_item
+from deltalog.logstores.errors import OrphanedCommitEntryError
 from deltalog.logstores.external import ExternalCommitEntry, ExternalCoordinatedLogStore
 
 SCHEMA = pa.schema([("x", pa.int64())])
@@ -213,6 +214,100 @@ def test_a_writer_repairs_an_incomplete_previous_commit_before_its_own(
         "foreign.parquet",
         "ours.parquet",
     ]
+    item = _item(dynamo, location.uri, name)
+    assert item is not None and item["complete"]["S"] == "true"
+
+
+def _orphan_entry(dynamo: Any, uri: str, version: int) -> tuple[str, str]:
+    """An incomplete entry for ``version`` whose temp file is gone; (file name, temp path)."""
+    name = f"{version:020d}.json"
+    temp = f".tmp/{name}.5d3c1a2b-0000-4000-8000-deletedbyrule"
+    dynamo.put_item(
+        TableName=DYNAMO_TABLE,
+        Item=entry_to_item(ExternalCommitEntry(uri, name, temp, complete=False)),
+    )
+    return name, temp
+
+
+def test_an_entry_whose_temp_file_is_gone_stops_readers_and_writers_with_a_named_error(
+    location: CloudTable,
+) -> None:
+    # A writer prepared version 2 and died before the copy; then its temp file was deleted
+    # (a lifecycle rule on _delta_log/.tmp/). The commit can be neither finished nor skipped.
+    s3, dynamo = _clients(location.options)
+    uri, options = location.uri, location.options
+    DeltaTable.create(uri, SCHEMA, storage_options=options)
+    stale = DeltaTable(uri, storage_options=options)  # at version 0
+    table = DeltaTable(uri, storage_options=options)
+    _append(table, "first.parquet")  # version 1
+    name, temp = _orphan_entry(dynamo, uri, 2)
+    temps_before = _temp_keys(s3, uri)
+
+    with pytest.raises(IncompleteCommitError) as opened:
+        DeltaTable(uri, storage_options=options)
+    error = opened.value
+    assert error.version == 2
+    assert error.path == f"{uri}/_delta_log/{name}"
+    assert error.temp_path == f"{uri}/_delta_log/{temp}"
+    assert DYNAMO_TABLE in error.entry and uri in error.entry and name in error.entry
+    for part in (uri, DYNAMO_TABLE, name, temp, "aws dynamodb delete-item", "complete"):
+        assert part in str(error)
+    assert isinstance(error.__cause__, OrphanedCommitEntryError)
+
+    # Writers stop at once: one attempt, not a thousand "taken by another writer".
+    for writer in (table, stale):  # commits at 2 (loses the entry), at 1 (catches up over 2)
+        tx = writer.transaction()
+        tx.add(one_row_add("blocked.parquet"))
+        with pytest.raises(IncompleteCommitError, match="cannot be finished"):
+            tx.commit()
+        assert tx.attempts == 1
+
+    # Nothing was changed or written: the entry stays for a person to decide.
+    item = _item(dynamo, uri, name)
+    assert item is not None and item["complete"]["S"] == "false"
+    assert item["tempPath"]["S"] == temp
+    assert not _exists(s3, _key(uri, "_delta_log", name))
+    assert _temp_keys(s3, uri) == temps_before
+
+    # The repair the message gives when the content is lost: delete the entry.
+    dynamo.delete_item(
+        TableName=DYNAMO_TABLE, Key={"tablePath": {"S": uri}, "fileName": {"S": name}}
+    )
+    reader = DeltaTable(uri, storage_options=options)
+    assert reader.version() == 1
+    assert _append(reader, "after.parquet") == 2
+    assert sorted(reader.files().column("path").to_pylist()) == ["after.parquet", "first.parquet"]
+
+
+def test_an_orphaned_entry_repaired_by_writing_the_commit_by_hand(location: CloudTable) -> None:
+    # The other repair the message gives: write N.json, then mark the entry complete.
+    s3, dynamo = _clients(location.options)
+    _fresh_table(location)
+    name, temp = _orphan_entry(dynamo, location.uri, 2)
+    with pytest.raises(IncompleteCommitError):
+        DeltaTable(location.uri, storage_options=location.options)
+    commit = json.dumps({"add": one_row_add("recovered.parquet").to_json_dict()}) + "\n"
+    s3.put_object(Bucket=BUCKET, Key=_key(location.uri, "_delta_log", name), Body=commit.encode())
+    dynamo.put_item(
+        TableName=DYNAMO_TABLE,
+        Item=entry_to_item(
+            ExternalCommitEntry(location.uri, name, temp, complete=False).as_complete(60)
+        ),
+    )
+    reader = DeltaTable(location.uri, storage_options=location.options)
+    assert reader.version() == 2
+    assert "recovered.parquet" in reader.files().column("path").to_pylist()
+
+
+def test_an_entry_copied_but_not_acknowledged_needs_no_temp_file(location: CloudTable) -> None:
+    # N.json was copied, the temp file deleted, the entry never marked complete: not broken.
+    s3, dynamo = _clients(location.options)
+    _fresh_table(location)
+    name, _ = _orphan_entry(dynamo, location.uri, 2)
+    commit = json.dumps({"add": one_row_add("copied.parquet").to_json_dict()}) + "\n"
+    s3.put_object(Bucket=BUCKET, Key=_key(location.uri, "_delta_log", name), Body=commit.encode())
+    reader = DeltaTable(location.uri, storage_options=location.options)
+    assert reader.version() == 2
     item = _item(dynamo, location.uri, name)
     assert item is not None and item["complete"]["S"] == "true"
 
