@@ -31,8 +31,12 @@ from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage, storage_errors
 
 DAY_MS = 24 * 3600 * 1000
+#: The least age at which log cleanup deletes an unreferenced sidecar (it keeps those modified
+#: since the midnight UTC before last, so a day at least), as the protocol's cleanup does.
+SIDECAR_GRACE_MS = DAY_MS
 
 __all__ = [
+    "SIDECAR_GRACE_MS",
     "broken_checkpoints",
     "cleanup_sidecars",
     "referenced_sidecars",
@@ -99,6 +103,13 @@ def referenced_sidecars(storage: TableStorage, checkpoints: Iterable[Checkpoint]
     return names
 
 
+def _step(point: str) -> None:
+    """Called between the steps of :func:`cleanup_sidecars`; tests override it.
+
+    Points: ``"decided"`` (the checkpoints are listed and read; deletions follow).
+    """
+
+
 def cleanup_sidecars(storage: TableStorage, *, now_ms: int) -> list[str]:
     """Delete unreferenced sidecar files (see the module docstring).
 
@@ -125,6 +136,7 @@ def cleanup_sidecars(storage: TableStorage, *, now_ms: int) -> list[str]:
         referenced = referenced_sidecars(storage, checkpoints)
     except (StorageError, ValueError, KeyError, TypeError, pa.ArrowException, OSError):
         return []  # a checkpoint we cannot read may reference any of them
+    _step("decided")
     deleted = []
     for status in old:
         name = _name(status.path)
