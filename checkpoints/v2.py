@@ -20,16 +20,21 @@ top-level file that references them.
 With ``reused`` sidecars (see :mod:`deltalog.sidecar_reuse`), the checkpoint references
 sidecars of an earlier checkpoint unchanged, first, and writes only the other adds, in
 sidecars of at most ``max_sidecar_adds`` adds each, then the tombstones in a sidecar of their
-own, so that its add sidecars can be reused in turn. Each reused sidecar is checked to exist,
-with its recorded size, just before the top-level file is written
-(:class:`~.errors.IncompleteCheckpointError` otherwise, and nothing is referenced).
+own, so that its add sidecars can be reused in turn.
+
+Every sidecar the checkpoint references is checked to exist with its recorded size, and (with
+``young_enough``) to be young enough that log cleanup cannot have decided to delete it, just
+before the top-level file is written and again just after; ``_last_checkpoint`` moves only
+after both passed. A sidecar missing afterwards makes the top-level file useless: it is
+deleted again (:class:`~.errors.IncompleteCheckpointError`). One grown too old is left, complete
+and not pointed at, for the caller to replace (:class:`~.errors.LateCheckpointError`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +43,7 @@ import pyarrow as pa
 
 from deltalog.logstores import LogFileNotFoundError, LogStore, LogStoreError
 
-from .errors import IncompleteCheckpointError
+from .errors import IncompleteCheckpointError, LateCheckpointError
 from .last_checkpoint import LastCheckpoint
 from .schema import ADD, REMOVE
 from .writer import CheckpointContent, _batches, _to_parquet, publish_pointer
@@ -82,17 +87,34 @@ def _publish_sidecar(
     return {"path": name, "sizeInBytes": status.size, "modificationTime": status.modification_time}
 
 
-def _check_present(store: LogStore, log_path: str, reused: Sequence[ReusedSidecar]) -> None:
-    """Raise IncompleteCheckpointError unless every reused sidecar exists with its size."""
+def _step(point: str) -> None:
+    """Called between the steps of :func:`write_v2_checkpoint`; tests override it.
+
+    Points: ``"sidecars_written"``, ``"checked"`` (about to write the top-level file),
+    ``"published"`` (it is written), ``"verified"`` (about to move ``_last_checkpoint``).
+    """
+
+
+def _check_present(
+    store: LogStore, log_path: str, sidecars: Sequence[Mapping[str, Any]]
+) -> list[int]:
+    """The modification times of the sidecars, each checked to exist with its recorded size.
+
+    Raises:
+        IncompleteCheckpointError: One is gone or changed size.
+    """
     directory = LogStore.join(log_path, SIDECAR_DIR)
-    for sidecar in reused:
-        name = str(sidecar.action["path"])
+    times = []
+    for sidecar in sidecars:
+        name = str(sidecar["path"])
         try:
             status = store.stat(LogStore.join(directory, name))
         except (LogFileNotFoundError, FileNotFoundError) as exc:
-            raise IncompleteCheckpointError(f"reused sidecar {name} is gone") from exc
-        if status.size != sidecar.action.get("sizeInBytes"):
-            raise IncompleteCheckpointError(f"reused sidecar {name} changed size")
+            raise IncompleteCheckpointError(f"sidecar {name} is gone") from exc
+        if status.size != sidecar.get("sizeInBytes"):
+            raise IncompleteCheckpointError(f"sidecar {name} changed size")
+        times.append(status.modification_time)
+    return times
 
 
 def _sidecar_actions(
@@ -135,6 +157,7 @@ def write_v2_checkpoint(
     *,
     reused: Sequence[ReusedSidecar] | None = None,
     max_sidecar_adds: int = 1 << 62,
+    young_enough: Callable[[Sequence[int]], bool] | None = None,
 ) -> LastCheckpoint:
     """Write a V2 checkpoint of ``content`` and point ``_last_checkpoint`` at it.
 
@@ -146,17 +169,25 @@ def write_v2_checkpoint(
         reused: Sidecars of an earlier checkpoint to reference unchanged (ahead of the new
             ones); ``None`` writes every file action into one sidecar, as before reuse.
         max_sidecar_adds: With ``reused`` (even empty), the most adds in one new sidecar.
+        young_enough: Given the modification times of every sidecar referenced, whether
+            log cleanup cannot have decided to delete any of them yet (see
+            :mod:`deltalog.sidecar_reuse`); asked before and after the top-level file is
+            written. ``None``: not asked.
 
     Returns:
         What was written to ``_last_checkpoint`` (or would have been, if it was newer already).
 
     Raises:
         CheckpointFormatError: The content cannot be laid out in the checkpoint schema.
-        IncompleteCheckpointError: A reused sidecar is gone (``_last_checkpoint`` is not
-            moved; the caller writes the checkpoint again without reuse).
+        IncompleteCheckpointError: A sidecar is gone (``_last_checkpoint`` is not moved, the
+            top-level file is deleted again; the caller writes the checkpoint again without
+            reuse).
+        LateCheckpointError: ``young_enough`` said no (``_last_checkpoint`` is not moved; the
+            exception names the top-level file if it was written).
         LogStoreError: The store failed.
     """
     sidecars, sidecar_rows = _sidecar_actions(store, log_path, content, reused, max_sidecar_adds)
+    _step("sidecars_written")
     n_add = content.adds.num_rows if content.adds is not None else 0
     n_add += sum(s.adds for s in reused or ())
     sidecar_bytes = sum(int(s["sizeInBytes"]) for s in sidecars)
@@ -171,18 +202,28 @@ def write_v2_checkpoint(
     top = b"".join(orjson.dumps(line) + b"\n" for line in lines)
     name = v2_checkpoint_name(content.version, str(uuid.uuid4()))
     location = LogStore.join(log_path, name)
-    _check_present(store, log_path, reused or ())
+    times = _check_present(store, log_path, sidecars)
+    if young_enough is not None and not young_enough(times):
+        raise LateCheckpointError(f"checkpoint {content.version}: its sidecars grew too old")
+    _step("checked")
     store.write(location, top, overwrite=False)
     status = store.stat(location)
-    # A reused sidecar deleted while the top-level file was written (log cleanup racing a
-    # stale listing) leaves this checkpoint incomplete: it is taken back (nothing points at it
-    # yet, and a reader that picked it falls back to another checkpoint) and not pointed at.
+    _step("published")
+    # A sidecar deleted while the top-level file was written (log cleanup deciding from a
+    # listing without this checkpoint) leaves it incomplete: it is taken back (nothing points
+    # at it yet, and a reader that picked it falls back to another checkpoint).
     try:
-        _check_present(store, log_path, reused or ())
+        times = _check_present(store, log_path, sidecars)
     except IncompleteCheckpointError:
         with contextlib.suppress(LogStoreError):
             store.delete(location)
         raise
+    if young_enough is not None and not young_enough(times):
+        raise LateCheckpointError(
+            f"checkpoint {content.version}: its sidecars grew too old while {name} was written",
+            location,
+        )
+    _step("verified")
     pointer: dict[str, Any] = {
         "version": content.version,
         "size": len(lines) + sidecar_rows,

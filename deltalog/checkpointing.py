@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pyarrow.compute as pc
 
 from deltalog import arrow_values as av
-from deltalog.checkpoints.errors import IncompleteCheckpointError
+from deltalog.checkpoints.errors import (
+    CheckpointError,
+    IncompleteCheckpointError,
+    LateCheckpointError,
+)
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checkpoints.schema import STATS_PARSED
 from deltalog.checkpoints.v2 import write_v2_checkpoint
 from deltalog.checkpoints.writer import CheckpointContent, write_checkpoint
 from deltalog.config import tombstone_retention_ms
 from deltalog.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONE_FIELDS, TOMBSTONES_SCHEMA
-from deltalog.sidecar_reuse import MAX_SIDECAR_ADDS, plan_reuse, reuse_enabled
+from deltalog.logstores import LogStoreError
+from deltalog.sidecar_reuse import MAX_SIDECAR_ADDS, PublishGuard, plan_reuse, reuse_enabled
 from deltalog.snapshot import Snapshot
 from deltalog.stats_struct import checkpoint_stats_struct
 from deltalog.storage import TableStorage, storage_errors
@@ -80,42 +86,73 @@ def write_snapshot_checkpoint(
 
     Raises:
         StorageError: The log store failed.
-        CheckpointError: The snapshot cannot be laid out as a checkpoint.
+        CheckpointError: The snapshot cannot be laid out as a checkpoint, or a V2 checkpoint's
+            sidecars kept vanishing or growing too old while it was written.
     """
     content = checkpoint_content(snapshot)
     if not uses_v2_checkpoints(snapshot):
         with storage_errors(f"cannot write checkpoint {snapshot.version}"):
             return write_checkpoint(storage.store, storage.log_path, content)
-    if not (reuse_enabled() if reuse is None else reuse):
-        with storage_errors(f"cannot write checkpoint {snapshot.version}"):
-            return write_v2_checkpoint(storage.store, storage.log_path, content)
+    return _write_v2(storage, snapshot, content, reuse_enabled() if reuse is None else reuse)
+
+
+#: V2 checkpoint writes tried (the first with reuse, the others without).
+_V2_ATTEMPTS = 3
+
+
+def _write_v2(
+    storage: TableStorage, snapshot: Snapshot, content: CheckpointContent, reuse: bool
+) -> LastCheckpoint:
+    """Write a V2 checkpoint under the protocol :mod:`deltalog.sidecar_reuse` describes.
+
+    A write whose sidecars vanished or grew too old is done again without reuse (with fresh
+    sidecars); a complete top-level file left by a late write is deleted once another
+    checkpoint of the version is published.
+    """
     # Only sidecars whose stats_parsed (or its absence) matches the new ones are reused:
     # readers take the struct only when every file of a checkpoint has it alike.
     stats_type = content.stats_type
-    plan = plan_reuse(storage, snapshot, max_adds=MAX_SIDECAR_ADDS, stats_type=stats_type)
     whole = content.adds
-    if plan.reused and content.adds is not None:
-        content.adds = content.adds.filter(plan.fresh)
+    late: list[str] = []
+    failure: CheckpointError | None = None
     with storage_errors(f"cannot write checkpoint {snapshot.version}"):
-        try:
-            last = write_v2_checkpoint(
-                storage.store,
-                storage.log_path,
-                content,
-                reused=plan.reused,
-                max_sidecar_adds=MAX_SIDECAR_ADDS,
-            )
-        except IncompleteCheckpointError:  # a reused sidecar vanished: write them all
+        for attempt in range(_V2_ATTEMPTS):
+            guard = PublishGuard()
+            plan = None
+            if reuse:  # also without reusing anything: the plan's keys are remembered
+                plan = plan_reuse(
+                    storage,
+                    snapshot,
+                    max_adds=MAX_SIDECAR_ADDS,
+                    reuse=attempt == 0,
+                    stats_type=stats_type,
+                    not_before_ms=guard.reusable_since_ms,
+                )
             content.adds = whole
-            plan = plan_reuse(
-                storage, snapshot, max_adds=MAX_SIDECAR_ADDS, reuse=False, stats_type=stats_type
-            )
-            last = write_v2_checkpoint(
-                storage.store,
-                storage.log_path,
-                content,
-                reused=[],
-                max_sidecar_adds=MAX_SIDECAR_ADDS,
-            )
-    plan.remember(storage, last, MAX_SIDECAR_ADDS, stats_type)
-    return last
+            if plan is not None and plan.reused and whole is not None:
+                content.adds = whole.filter(plan.fresh)
+            try:
+                last = write_v2_checkpoint(
+                    storage.store,
+                    storage.log_path,
+                    content,
+                    reused=plan.reused if plan is not None else None,
+                    max_sidecar_adds=MAX_SIDECAR_ADDS,
+                    young_enough=guard.young_enough,
+                )
+            except LateCheckpointError as exc:
+                failure = exc
+                if exc.location is not None:
+                    late.append(exc.location)
+                continue
+            except IncompleteCheckpointError as exc:
+                failure = exc
+                continue
+            for location in late:  # complete, maybe in use: deleted once replaced
+                with contextlib.suppress(LogStoreError):
+                    storage.store.delete(location)
+            if plan is not None:
+                plan.remember(storage, last, MAX_SIDECAR_ADDS, stats_type)
+            return last
+    assert failure is not None
+    raise failure

@@ -467,7 +467,7 @@ def _replay_listing(storage: TableStorage, listing: LogListing, version: int | N
     Raises:
         LogFileNotFoundError: A file of the listing is gone (start again from a new listing).
     """
-    excluded: set[int] = set()
+    excluded: set[str] = set()
     while True:
         try:
             segment = build_segment(listing, version, exclude=frozenset(excluded))
@@ -489,7 +489,7 @@ def _replay_listing(storage: TableStorage, listing: LogListing, version: int | N
                 for status in checkpoint.files:
                     if not storage.store.exists(status.path):
                         raise LogFileNotFoundError(f"{status.name} is gone") from exc
-            excluded.add(checkpoint.version)
+            excluded.add(checkpoint.name)  # the next one of its version, or older
 
 
 def advance(snapshot: Snapshot, commits: Sequence[tuple[int, Sequence[Action], int]]) -> Snapshot:

@@ -9,7 +9,7 @@ is also before the cutoff. That checkpoint and everything after it are never tou
 ``delta.requireCheckpointProtectionBeforeVersion`` go only all together (so no checkpoint
 outlives the commits it was made from). Temp files of dead or finished log writes go too
 (:mod:`deltalog.log_temp`), and so do V2 checkpoint sidecars that no remaining checkpoint
-references (:mod:`deltalog.sidecars`).
+references, and checkpoints that reference a sidecar which is gone (:mod:`deltalog.sidecars`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,7 +27,7 @@ from deltalog.log_temp import cleanup_log_temp_files
 from deltalog.logstores import FileStatus
 from deltalog.paths import parse_log_name
 from deltalog.segment import Checkpoint, classify
-from deltalog.sidecars import cleanup_sidecars, sidecars_present
+from deltalog.sidecars import broken_checkpoints, cleanup_sidecars, sidecars_present
 from deltalog.storage import TableStorage, storage_errors
 
 PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -66,10 +66,12 @@ class CleanupPlan:
         next_due_ms: No cleanup before this time (ms since the epoch) can delete anything beyond
             ``doomed``: it is when the oldest checkpoint that could become the next boundary
             passes the retention cutoff.
+        kept: The checkpoints listed that ``doomed`` leaves, by version.
     """
 
     doomed: list[FileStatus]
     next_due_ms: int
+    kept: dict[int, list[Checkpoint]] = field(default_factory=dict)
 
 
 def plan_cleanup(
@@ -124,7 +126,13 @@ def plan_cleanup(
         for cp in cps
     ]
     next_due = min(later, default=now) + retention_ms
-    return CleanupPlan(out, max(next_due, now))
+    gone = {s.path for s in out}
+    kept = {
+        version: left
+        for version, cps in listing.checkpoints.items()
+        if (left := [cp for cp in cps if not any(f.path in gone for f in cp.files)])
+    }
+    return CleanupPlan(out, max(next_due, now), kept)
 
 
 def checkpoint_protection_version(configuration: Mapping[str, str | None]) -> int:
@@ -170,6 +178,10 @@ def run_cleanup(
         with storage_errors(f"cannot delete {status.name}"):
             storage.store.delete(status.path)
         deleted.append(status.name)
+    for checkpoint in broken_checkpoints(storage, plan.kept):
+        with storage_errors(f"cannot delete {checkpoint.name}"):
+            storage.store.delete(checkpoint.files[0].path)
+        deleted.append(checkpoint.name)
     deleted += cleanup_sidecars(
         storage, now_ms=int(time.time() * 1000) if now_ms is None else now_ms
     )

@@ -21,6 +21,11 @@ class Checkpoint:
     version: int
     files: tuple[FileStatus, ...]
 
+    @property
+    def name(self) -> str:
+        """Its first file's name, which tells it from the other checkpoints of its version."""
+        return self.files[0].name
+
 
 @dataclass(frozen=True, slots=True)
 class LogListing:
@@ -69,7 +74,7 @@ class LogSegment:
     #: The commit file of ``version`` itself when the listing has it (its time is the
     #: version's time, also when ``version`` is rebuilt from a checkpoint alone).
     version_commit: FileStatus | None = None
-    #: ``_last_checkpoint`` when it names ``checkpoint``'s version (its counts are checked).
+    #: ``_last_checkpoint`` when it names ``checkpoint`` itself (its counts are checked).
     hint: LastCheckpoint | None = None
 
     @property
@@ -78,8 +83,51 @@ class LogSegment:
         return self.checkpoint.version + 1 if self.checkpoint else 0
 
 
-def classify(entries: Iterable[FileStatus]) -> LogListing:
-    """Sort a listing into commits and complete checkpoints (incomplete multi-part sets dropped)."""
+def _kind_rank(checkpoint: Checkpoint) -> int:
+    parsed = parse_log_name(checkpoint.name)
+    kind = parsed.kind if parsed is not None else ""
+    return {"v2checkpoint": 2, "multipart": 1}.get(kind, 0)
+
+
+def names_checkpoint(hint: LastCheckpoint, checkpoint: Checkpoint) -> bool:
+    """Whether ``_last_checkpoint`` (``hint``) describes ``checkpoint`` itself.
+
+    It names a V2 checkpoint by its file (``v2Checkpoint.path``), a multi-part one by its
+    ``parts``, and otherwise the classic ``<version>.checkpoint.parquet``.
+    """
+    if hint.version != checkpoint.version:
+        return False
+    v2 = hint.extra.get("v2Checkpoint")
+    path = v2.get("path") if isinstance(v2, dict) else None
+    if isinstance(path, str):
+        return len(checkpoint.files) == 1 and checkpoint.name == path.rsplit("/", 1)[-1]
+    rank = _kind_rank(checkpoint)
+    if hint.parts is not None:
+        return rank == 1 and len(checkpoint.files) == hint.parts
+    return rank == 0
+
+
+def order_checkpoints(
+    checkpoints: Iterable[Checkpoint], hint: LastCheckpoint | None = None
+) -> list[Checkpoint]:
+    """Checkpoints of one version, the one to try first first.
+
+    The one ``_last_checkpoint`` names leads; the others follow in delta-spark's order (which
+    delta-rs shares): UUID-named V2 checkpoints by descending file name, then multi-part ones
+    by descending part count, then the classic one. A reader that cannot use one (a sidecar
+    missing, a file unreadable) tries the next before any older version.
+    """
+    ordered = sorted(checkpoints, key=lambda c: (_kind_rank(c), len(c.files), c.name), reverse=True)
+    if hint is not None:
+        ordered.sort(key=lambda c: not names_checkpoint(hint, c))  # stable: the rest keep order
+    return ordered
+
+
+def classify(entries: Iterable[FileStatus], hint: LastCheckpoint | None = None) -> LogListing:
+    """Sort a listing into commits and complete checkpoints (incomplete multi-part sets dropped).
+
+    The checkpoints of each version come in :func:`order_checkpoints`'s order for ``hint``.
+    """
     commits: dict[int, FileStatus] = {}
     singles: dict[int, list[Checkpoint]] = defaultdict(list)
     parts: dict[tuple[int, int], dict[int, FileStatus]] = defaultdict(dict)
@@ -97,7 +145,8 @@ def classify(entries: Iterable[FileStatus]) -> LogListing:
         if sorted(found) == list(range(1, count + 1)):
             files = tuple(found[i] for i in range(1, count + 1))
             singles[version].append(Checkpoint(version, files))
-    return LogListing(commits, dict(singles))
+    ordered = {v: order_checkpoints(cps, hint) for v, cps in singles.items()}
+    return LogListing(commits, ordered)
 
 
 #: Listings taken before a hole in the commit versions is believed.
@@ -149,24 +198,27 @@ def list_log(storage: TableStorage, *, use_hint: bool = True) -> LogListing:
         except CheckpointFormatError:
             hint = None
     if use_hint and hint is not None:
-        listing = classify(list_entries(storage, commit_name(hint.version)[:20]))
+        listing = classify(list_entries(storage, commit_name(hint.version)[:20]), hint)
         if hint.version in listing.checkpoints:
             return LogListing(listing.commits, listing.checkpoints, complete=False, hint=hint)
-    listing = classify(list_entries(storage))
+    listing = classify(list_entries(storage), hint)
     if listing.latest_version is None:
         raise TableNotFoundError(f"no Delta table at {storage.uri}: {storage.log_path} is empty")
     return LogListing(listing.commits, listing.checkpoints, hint=hint)
 
 
 def build_segment(
-    listing: LogListing, version: int | None = None, *, exclude: frozenset[int] = frozenset()
+    listing: LogListing, version: int | None = None, *, exclude: frozenset[str] = frozenset()
 ) -> LogSegment:
     """Choose the newest usable checkpoint at or before ``version`` and the commits after it.
+
+    Among the checkpoints of one version, the first in the listing's order that is not
+    excluded is chosen (see :func:`order_checkpoints`).
 
     Args:
         listing: A listing of the log.
         version: The version to rebuild; ``None`` for the latest.
-        exclude: Checkpoint versions known to be unreadable.
+        exclude: Checkpoints known to be unreadable, by :attr:`Checkpoint.name`.
 
     Raises:
         VersionNotFoundError: ``version`` is newer than the log, or older than what remains.
@@ -180,8 +232,9 @@ def build_segment(
         raise VersionNotFoundError(
             f"version {target} does not exist (latest is {latest})", version=target
         )
-    candidates = [v for v in listing.checkpoints if v <= target and v not in exclude]
-    checkpoint = listing.checkpoints[max(candidates)][0] if candidates else None
+    newest_first = sorted((v for v in listing.checkpoints if v <= target), reverse=True)
+    usable = (c for v in newest_first for c in listing.checkpoints[v] if c.name not in exclude)
+    checkpoint = next(usable, None)
     start = checkpoint.version + 1 if checkpoint else 0
     needed = range(start, target + 1)
     missing = [v for v in needed if v not in listing.commits]
@@ -200,8 +253,8 @@ def build_segment(
         )
     commits = tuple(listing.commits[v] for v in needed)
     hint = listing.hint
-    if checkpoint is None or hint is None or hint.version != checkpoint.version:
-        hint = None
+    if checkpoint is None or hint is None or not names_checkpoint(hint, checkpoint):
+        hint = None  # its counts describe another checkpoint (tombstones may differ)
     return LogSegment(target, checkpoint, commits, listing.commits.get(target), hint)
 
 

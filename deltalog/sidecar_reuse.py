@@ -19,6 +19,51 @@ when it has no more rows than they have (so every row is rewritten O(log n) time
 sidecar is full); full sidecars are reused until a file of theirs is removed or added again.
 
 Set ``DELTALOG_SIDECAR_REUSE=0`` to write every V2 checkpoint whole, as before.
+
+Reuse and log cleanup
+---------------------
+Log cleanup (:func:`deltalog.sidecars.cleanup_sidecars`, as the protocol describes it)
+deletes a sidecar that no checkpoint *it listed* references, once the sidecar is
+:data:`SIDECAR_GRACE_MS` (a day) old; delta-spark's waits ``delta.logRetentionDuration``,
+which is longer unless set below a day. A writer reusing a sidecar of checkpoint ``C`` races
+it: cleanup may delete ``C`` (behind a newer checkpoint), list the checkpoints before the new
+one is published, and delete the sidecar after the writer last looked. Checking that the
+sidecar exists after publishing cannot close that: the deletion may come later still. What
+closes it is age, which the writer and the cleaner both read from the sidecar's modification
+time (reuse never changes it), and which only grows:
+
+1. A plan reuses only sidecars at most :data:`REUSE_MAX_AGE_MS` (12 hours) old by the
+   writer's clock when it starts (:class:`PublishGuard`); older ones are written again.
+2. Just before writing the top-level file, and again just after it is visible, the writer
+   checks that every sidecar it references exists with its size and is at most
+   :data:`PUBLISH_MAX_AGE_MS` (18 hours) old, the time elapsed since the start measured on
+   the wall clock and the monotonic clock alike (the larger counts). ``_last_checkpoint``
+   moves only after both checks pass.
+
+Why no interleaving leaves a published checkpoint referencing a deleted sidecar: a cleaner
+deletes sidecar ``S`` only if ``S`` was a day old when it started and no checkpoint it listed
+(after starting) references ``S``. If it listed after the new checkpoint ``T`` was visible, it
+saw ``T`` and keeps ``S``. Otherwise it started before ``T`` was visible, so before the second
+check, when ``S`` was at most 18 hours old by the writer's clock: it cannot have found ``S`` a
+day old unless the clocks (the writer's, the cleaner's, the store's) differ by more than the 6
+hours of :data:`CLOCK_SKEW_MS`. So every deletion of a sidecar ``T`` references either happens
+before the second check, which sees it missing, or is impossible. This holds for new sidecars
+as for reused ones. The margin between the 12 and the 18 hours is time for the write itself; a
+writer that takes longer (a paused process) fails a check instead of publishing a checkpoint
+that may break. Neither the cleaner nor the reuse plan needs to know about the other.
+
+What the writer does on a failed check (:func:`deltalog.checkpointing.write_snapshot_checkpoint`):
+
+* a sidecar missing or too old before the top-level file is written: nothing was published;
+  write the checkpoint again without reuse (new sidecars are young);
+* a sidecar missing after: the top-level file is deleted again at once (it can never become
+  readable) and the checkpoint written again without reuse. Until the deletion a reader may
+  list it; deltalog's readers then use another checkpoint of the version or an older one
+  (:func:`deltalog.segment.order_checkpoints`), and log cleanup deletes such a file if its
+  writer died first. This needs a deletion after a pause, as said;
+* a sidecar too old after: the top-level file is complete and may already be in use (a log
+  cleanup may have chosen it as its boundary), so it stays until the checkpoint written again
+  without reuse is published, and is deleted then.
 """
 
 from __future__ import annotations
@@ -26,6 +71,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -53,13 +99,17 @@ from deltalog.logstores import LogStore
 from deltalog.paths import SIDECAR_DIR
 from deltalog.replay import read_commit
 from deltalog.segment import Checkpoint, list_log
-from deltalog.sidecars import sidecar_actions
+from deltalog.sidecars import SIDECAR_GRACE_MS, sidecar_actions
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
 
 __all__ = [
+    "CLOCK_SKEW_MS",
     "MAX_SIDECAR_ADDS",
+    "PUBLISH_MAX_AGE_MS",
     "REUSE_ENV",
+    "REUSE_MAX_AGE_MS",
+    "PublishGuard",
     "ReusePlan",
     "forget_sidecars",
     "plan_reuse",
@@ -72,6 +122,44 @@ REUSE_ENV = "DELTALOG_SIDECAR_REUSE"
 MAX_SIDECAR_ADDS = 128 * 1024
 #: Rows of sidecar keys the process keeps (per row: a path, twice with deletion vectors).
 _CACHE_ROWS = 4 * 1024 * 1024
+#: How far the clocks of writers, cleaners and the store may disagree.
+CLOCK_SKEW_MS = SIDECAR_GRACE_MS // 4
+#: The oldest sidecar a checkpoint may still reference when it is published.
+PUBLISH_MAX_AGE_MS = SIDECAR_GRACE_MS - CLOCK_SKEW_MS
+#: The oldest sidecar a plan reuses (leaving the write the rest of ``PUBLISH_MAX_AGE_MS``).
+REUSE_MAX_AGE_MS = SIDECAR_GRACE_MS // 2
+
+
+def _clock() -> tuple[float, float]:
+    """The wall clock and the monotonic clock, in seconds (tests override it)."""
+    return time.time(), time.monotonic()
+
+
+class PublishGuard:
+    """Tells whether sidecars are young enough to be referenced by a checkpoint published now.
+
+    Made when a checkpoint's writing starts; see the module docstring for the protocol. Time
+    since then is the larger of what the wall clock and the monotonic clock say, so that
+    neither a wall clock set back nor a suspended process (the monotonic clock stops) hides it.
+    """
+
+    def __init__(self) -> None:
+        self._wall, self._mono = _clock()
+
+    @property
+    def reusable_since_ms(self) -> int:
+        """Sidecars modified before this time (ms since the epoch) are not reused."""
+        return int(self._wall * 1000) - REUSE_MAX_AGE_MS
+
+    def now_ms(self) -> int:
+        """The current time by this guard: its start plus the time elapsed since."""
+        wall, mono = _clock()
+        return int((self._wall + max(wall - self._wall, mono - self._mono)) * 1000)
+
+    def young_enough(self, modification_times: Iterable[int]) -> bool:
+        """Whether no sidecar with these modification times is older than allowed now."""
+        oldest = self.now_ms() - PUBLISH_MAX_AGE_MS
+        return all(t >= oldest for t in modification_times)
 
 
 def reuse_enabled() -> bool:
@@ -86,9 +174,11 @@ class _Sidecar:
     ``stats_type`` is the type of its ``add.stats_parsed`` as stored (``None``: it has none):
     a checkpoint reuses only sidecars whose typed statistics are what its new sidecars hold,
     since readers take the struct only when every file of a checkpoint has it alike.
+    ``modification_time`` is the file's, as the store reports it.
     """
 
     size: int
+    modification_time: int
     keys: pa.Array
     paths: pa.Array
     stats_type: pa.DataType | None = None
@@ -169,9 +259,10 @@ class ReusePlan:
             if i >= len(new):
                 return
             keys = self.fresh_keys.slice(start, max_adds)
+            size, mtime = int(new[i]["sizeInBytes"]), int(new[i]["modificationTime"])
             _cache.put(
                 _location(storage, str(new[i]["path"])),
-                _Sidecar(int(new[i]["sizeInBytes"]), keys, _paths_of(keys), stats_type),
+                _Sidecar(size, mtime, keys, _paths_of(keys), stats_type),
             )
 
 
@@ -204,7 +295,8 @@ def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar
     Raises:
         OSError, pa.ArrowException, DeltaLogError: The sidecar cannot be read.
     """
-    size = storage.store.stat(location).size
+    status = storage.store.stat(location)
+    size, mtime = status.size, status.modification_time
     with storage.store.open_input(location) as fh:
         parquet = pq.ParquetFile(fh)
         top = parquet.schema_arrow
@@ -226,9 +318,10 @@ def _read_sidecar(storage: TableStorage, location: str, prefix: str) -> _Sidecar
     )
     if dv is None or dv.null_count == len(dv):
         keys = canonical_paths(files.column("path"), prefix)
-        return _Sidecar(size, keys, keys, stats_type)
+        return _Sidecar(size, mtime, keys, keys, stats_type)
     keys = arrow_keys(files, prefix)
-    return _Sidecar(size, keys, canonical_paths(files.column("path"), prefix), stats_type)
+    paths = canonical_paths(files.column("path"), prefix)
+    return _Sidecar(size, mtime, keys, paths, stats_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +360,7 @@ class _Previous:
     Attributes:
         version: Its version.
         sidecars: Its sidecars holding only adds, in the order it lists them, each with
-            whether no commit since touched a file of it.
+            whether it can be reused (no commit since touched a file of it, young enough).
         since: What the commits since touched.
     """
 
@@ -277,12 +370,16 @@ class _Previous:
 
 
 def _previous(
-    storage: TableStorage, version: int, prefix: str, stats_type: pa.DataType | None
+    storage: TableStorage,
+    version: int,
+    prefix: str,
+    stats_type: pa.DataType | None,
+    not_before_ms: int,
 ) -> _Previous | None:
     """The newest checkpoint at or before ``version`` and its sidecars holding only adds.
 
     A sidecar counts as touched (written again) when its ``stats_parsed`` type is not
-    ``stats_type``.
+    ``stats_type``, or it was modified before ``not_before_ms``.
 
     Returns:
         ``None`` when there is no such checkpoint, it has no sidecars, or a commit between it
@@ -326,7 +423,8 @@ def _previous(
         touched = bool(
             len(since.paths) and pc.any(pc.is_in(sidecar.paths, value_set=since.paths)).as_py()
         )
-        out.append((action, sidecar, not touched and sidecar.stats_type == stats_type))
+        young = sidecar.modification_time >= not_before_ms
+        out.append((action, sidecar, not touched and young and sidecar.stats_type == stats_type))
     return _Previous(base, out, since)
 
 
@@ -354,6 +452,7 @@ def plan_reuse(
     max_adds: int = MAX_SIDECAR_ADDS,
     reuse: bool = True,
     stats_type: pa.DataType | None = None,
+    not_before_ms: int | None = None,
 ) -> ReusePlan:
     """Which sidecars of the previous checkpoint a V2 checkpoint of ``snapshot`` can reuse.
 
@@ -372,6 +471,8 @@ def plan_reuse(
         reuse: ``False`` plans no reuse (every add fresh), for a retry.
         stats_type: The type of the ``stats_parsed`` the new sidecars hold (``None``: none);
             only sidecars holding the same are reused.
+        not_before_ms: Sidecars modified before this time are not reused
+            (:attr:`PublishGuard.reusable_since_ms`; ``None``: :data:`REUSE_MAX_AGE_MS` ago).
 
     Returns:
         The plan; its ``fresh`` flags follow the rows of ``snapshot.files``.
@@ -383,8 +484,11 @@ def plan_reuse(
     everything = ReusePlan([], pa.repeat(av.true(), total), all_keys)
     if not reuse:
         return everything
+    if not_before_ms is None:
+        not_before_ms = PublishGuard().reusable_since_ms
     try:
-        return _plan(storage, snapshot, all_keys, max_adds, prefix, stats_type) or everything
+        plan = _plan(storage, snapshot, all_keys, max_adds, prefix, stats_type, not_before_ms)
+        return plan or everything
     except (*_UNREADABLE, pa.ArrowException):
         return everything
 
@@ -396,9 +500,10 @@ def _plan(
     max_adds: int,
     prefix: str,
     stats_type: pa.DataType | None,
+    not_before_ms: int,
 ) -> ReusePlan | None:
     """:func:`plan_reuse` when something can be reused, else ``None``."""
-    previous = _previous(storage, snapshot.version, prefix, stats_type)
+    previous = _previous(storage, snapshot.version, prefix, stats_type, not_before_ms)
     if previous is None:
         return None
     total = len(all_keys)

@@ -7,6 +7,12 @@ deleted, unless it was modified less than a day before the last midnight UTC (it
 a checkpoint being written). When any remaining checkpoint cannot be read, nothing is deleted:
 its references are unknown. A sidecar several checkpoints share (see
 :mod:`deltalog.sidecar_reuse`) stays while any remaining checkpoint references it.
+
+Cleanup also deletes a checkpoint that references a sidecar which no longer exists (its
+writer died before taking it back, or something deleted the sidecar): no reader can use it,
+and delta-spark and delta-rs pick the checkpoint with the greatest name among those of a
+version and fail on it, or on the newest one, instead of using another (see
+:func:`broken_checkpoints`).
 """
 
 from __future__ import annotations
@@ -25,8 +31,18 @@ from deltalog.segment import Checkpoint, classify
 from deltalog.storage import TableStorage, storage_errors
 
 DAY_MS = 24 * 3600 * 1000
+#: The least age at which log cleanup deletes an unreferenced sidecar (it keeps those modified
+#: since the midnight UTC before last, so a day at least), as the protocol's cleanup does.
+SIDECAR_GRACE_MS = DAY_MS
 
-__all__ = ["cleanup_sidecars", "referenced_sidecars", "sidecar_actions", "sidecars_present"]
+__all__ = [
+    "SIDECAR_GRACE_MS",
+    "broken_checkpoints",
+    "cleanup_sidecars",
+    "referenced_sidecars",
+    "sidecar_actions",
+    "sidecars_present",
+]
 
 
 def _name(path: str) -> str:
@@ -87,6 +103,13 @@ def referenced_sidecars(storage: TableStorage, checkpoints: Iterable[Checkpoint]
     return names
 
 
+def _step(point: str) -> None:
+    """Called between the steps of :func:`cleanup_sidecars`; tests override it.
+
+    Points: ``"decided"`` (the checkpoints are listed and read; deletions follow).
+    """
+
+
 def cleanup_sidecars(storage: TableStorage, *, now_ms: int) -> list[str]:
     """Delete unreferenced sidecar files (see the module docstring).
 
@@ -113,6 +136,7 @@ def cleanup_sidecars(storage: TableStorage, *, now_ms: int) -> list[str]:
         referenced = referenced_sidecars(storage, checkpoints)
     except (StorageError, ValueError, KeyError, TypeError, pa.ArrowException, OSError):
         return []  # a checkpoint we cannot read may reference any of them
+    _step("decided")
     deleted = []
     for status in old:
         name = _name(status.path)
@@ -138,3 +162,62 @@ def sidecars_present(storage: TableStorage, checkpoint: Checkpoint) -> bool:
     except pa.ArrowException:
         return False
     return True
+
+
+def _sidecar_names(storage: TableStorage) -> set[str]:
+    directory = LogStore.join(storage.log_path, SIDECAR_DIR)
+    try:
+        with storage_errors(f"cannot list {directory}"):
+            return {_name(s.path) for s in storage.store.list_tree(directory)}
+    except LogFileNotFoundError:
+        return set()
+
+
+def broken_checkpoints(
+    storage: TableStorage, checkpoints: dict[int, list[Checkpoint]]
+) -> list[Checkpoint]:
+    """The checkpoints a reader may pick first that reference a sidecar which is gone.
+
+    Those are the checkpoints of a version that has several, and those of the newest
+    version. ``checkpoints`` must come from a listing taken before this call: the sidecars are
+    listed after it, so any sidecar of a listed checkpoint was written before they were (a
+    checkpoint is published after its sidecars). One found missing is checked once more. A
+    table without sidecars (no V2 checkpoints) costs one listing.
+
+    Raises:
+        StorageError: The store failed.
+    """
+    present = _sidecar_names(storage)
+    if not present:
+        return []
+    newest = max(checkpoints, default=None)
+    candidates = [
+        cp
+        for version, cps in checkpoints.items()
+        if len(cps) > 1 or version == newest
+        for cp in cps
+        if len(cp.files) == 1
+    ]
+    referenced: list[tuple[Checkpoint, list[str]]] = []
+    for cp in candidates:
+        try:
+            actions = sidecar_actions(storage, cp.files[0])[0]
+        except LogFileNotFoundError:
+            continue  # deleted meanwhile
+        except (ValueError, KeyError, TypeError, pa.ArrowException, OSError):
+            continue  # unreadable: not for this function to judge
+        paths = [a.get("path") for a in actions]
+        names = [_name(p) for p in paths if isinstance(p, str) and p and "://" not in p]
+        if names:
+            referenced.append((cp, names))
+    directory = LogStore.join(storage.log_path, SIDECAR_DIR)
+    out = []
+    for cp, names in referenced:
+        for name in (n for n in names if n not in present):
+            try:
+                with storage_errors(f"cannot read sidecar {name}"):
+                    storage.store.stat(LogStore.join(directory, name))
+            except LogFileNotFoundError:
+                out.append(cp)
+                break
+    return out

@@ -3,14 +3,18 @@
 A checkpoint with a foreign schema, without its protocol row, or with fewer rows than
 ``_last_checkpoint`` records is not used when the JSON commits it covers are still there:
 replay falls back to an older checkpoint or to the commits. A checkpoint written late, below
-the boundary log cleanup already moved past, is no version gap.
+the boundary log cleanup already moved past, is no version gap. Of several checkpoints of one
+version, the one ``_last_checkpoint`` names is tried first, and any complete one is used.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import deltalake
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -18,6 +22,12 @@ import pytest
 from tableutil import write_parquet
 
 from deltalog import DeltaTable, VersionNotFoundError, check_table
+from deltalog.checkpoints.checksum import json_checksum
+from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.logstores import FileStatus
+from deltalog.retention import cleanup_log
+from deltalog.segment import Checkpoint, order_checkpoints
+from deltalog.storage import TableStorage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 
@@ -98,3 +108,92 @@ def test_late_checkpoint_below_the_cleanup_boundary(tmp_path: Path) -> None:
     assert DeltaTable(str(tmp_path), version=15).snapshot.num_files == 15
     assert DeltaTable(str(tmp_path), version=20).snapshot.num_files == 20
     assert DeltaTable(str(tmp_path)).version() == 25
+
+
+def _v2_table(root: Path) -> str:
+    """Versions 0-4 with a V2 checkpoint at 4 and nothing before it: its name."""
+    table = DeltaTable.create(
+        str(root),
+        pa.schema([("id", pa.int64())]),
+        configuration={"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "4"},
+    )
+    for i in range(4):
+        table.append_files([write_parquet(root, f"f{i}.parquet", pa.table({"id": [i]}))])
+    assert table.wait_for_checkpoints(timeout=60)
+    log = root / "_delta_log"
+    for v in range(4):
+        (log / f"{v:020d}.json").unlink()
+    for entry in log.iterdir():
+        if entry.name.endswith(".crc"):
+            entry.unlink()
+    (name,) = [n.name for n in log.iterdir() if n.name.startswith(f"{4:020d}.checkpoint.")]
+    return name
+
+
+def _broken_copy(root: Path, good: str, first: bool) -> str:
+    """Another checkpoint of version 4 whose sidecar is missing, named to sort first or last."""
+    log = root / "_delta_log"
+    lines = [orjson.loads(x) for x in (log / good).read_bytes().splitlines()]
+    for line in lines:
+        if "sidecar" in line:
+            line["sidecar"]["path"] = f"{uuid.uuid4()}.parquet"
+    unique = good.split(".")[2]
+    name = f"{4:020d}.checkpoint.{('0' if first else 'f') * 8}{unique[8:]}.json"
+    (log / name).write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return name
+
+
+def _point_at(root: Path, name: str) -> None:
+    """Make ``_last_checkpoint`` name the checkpoint ``name`` (of version 4)."""
+    path = root / "_delta_log" / "_last_checkpoint"
+    pointer = orjson.loads(path.read_bytes())
+    pointer.pop("checksum", None)
+    pointer["v2Checkpoint"]["path"] = name
+    pointer["checksum"] = json_checksum(pointer)
+    path.write_bytes(orjson.dumps(pointer))
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["broken-sorts-first", "broken-sorts-last"])
+@pytest.mark.parametrize("hint", ["complete", "broken", "none"])
+def test_two_v2_checkpoints_at_one_version_one_missing_its_sidecar(
+    tmp_path: Path, first: bool, hint: str
+) -> None:
+    good = _v2_table(tmp_path)
+    broken = _broken_copy(tmp_path, good, first)
+    log = tmp_path / "_delta_log"
+    if hint == "broken":
+        _point_at(tmp_path, broken)
+    elif hint == "none":
+        (log / "_last_checkpoint").unlink()
+    expected = [f"f{i}.parquet" for i in range(4)]
+    table = DeltaTable(str(tmp_path))
+    assert table.version() == 4 and table.snapshot.checkpoint_version == 4
+    assert sorted(table.files().column("path").to_pylist()) == expected
+    assert DeltaTable(str(tmp_path), version=4).snapshot.num_files == 4
+
+    # delta-rs (like delta-spark) takes the greatest name and fails on it; log cleanup deletes
+    # the checkpoint no reader can use, and leaves the complete one.
+    deleted = cleanup_log(TableStorage.open(str(tmp_path)), {})
+    assert deleted == [broken]
+    assert (log / good).exists()
+    theirs = deltalake.DeltaTable(str(tmp_path)).file_uris()
+    assert sorted(uri.rsplit("/", 1)[-1] for uri in theirs) == expected
+    assert sorted(DeltaTable(str(tmp_path)).files().column("path").to_pylist()) == expected
+
+
+def test_checkpoints_of_one_version_in_reading_order() -> None:
+    def cp(*names: str) -> Checkpoint:
+        return Checkpoint(3, tuple(FileStatus(f"/log/{n}", 1, 1) for n in names))
+
+    v3 = f"{3:020d}"
+    classic = cp(f"{v3}.checkpoint.parquet")
+    parts = cp(*(f"{v3}.checkpoint.{i:010d}.{2:010d}.parquet" for i in (1, 2)))
+    low = cp(f"{v3}.checkpoint.{'0' * 8}-0000-0000-0000-{'0' * 12}.json")
+    high = cp(f"{v3}.checkpoint.{'f' * 8}-0000-0000-0000-{'0' * 12}.parquet")
+    every = [classic, low, parts, high]
+    assert order_checkpoints(every) == [high, low, parts, classic]  # delta-spark's order
+    named = {"v2Checkpoint": {"path": low.name}}
+    assert order_checkpoints(every, LastCheckpoint(3, extra=named))[0] == low
+    assert order_checkpoints(every, LastCheckpoint(3, parts=2))[0] == parts
+    assert order_checkpoints(every, LastCheckpoint(3))[0] == classic
+    assert order_checkpoints(every, LastCheckpoint(2))[0] == high  # names another version

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import deltalog.checkpointing as checkpointing
+import deltalog.sidecar_reuse as sidecar_reuse
 from deltalog import DeltaTable
 from deltalog.actions import AddFile
 from deltalog.checkpoints.checksum import json_checksum
@@ -382,3 +383,26 @@ def test_a_top_level_file_whose_reused_sidecar_vanished_is_taken_back(
     at_4 = [n for n in os.listdir(_log(tmp_path)) if n.startswith(f"{4:020d}.checkpoint.")]
     assert len(at_4) == 1 and _pointer(tmp_path)["v2Checkpoint"]["path"] == at_4[0]
     assert _through_checkpoint(tmp_path).files().num_rows == 11
+
+
+@pytest.mark.parametrize(
+    ("wall", "mono"),
+    [(19, 19), (-5, 19), (19, 0)],
+    ids=["both-clocks", "wall-clock-set-back", "process-suspended"],
+)
+def test_publish_guard_counts_the_larger_elapsed_time(
+    monkeypatch: pytest.MonkeyPatch, wall: float, mono: float
+) -> None:
+    """A sidecar an hour old at the start is too old 19 hours later, whichever clock says so."""
+    hour = 3600.0
+    now = [1_000_000.0, 500.0]
+    monkeypatch.setattr(sidecar_reuse, "_clock", lambda: (now[0], now[1]))
+    guard = sidecar_reuse.PublishGuard()
+    start_ms = int(now[0] * 1000)
+    assert guard.reusable_since_ms == start_ms - sidecar_reuse.REUSE_MAX_AGE_MS
+    an_hour_old = start_ms - int(hour * 1000)
+    assert guard.young_enough([an_hour_old, start_ms])
+    now[0] += wall * hour
+    now[1] += mono * hour
+    assert not guard.young_enough([start_ms, an_hour_old])
+    assert guard.young_enough([start_ms + int(19 * hour * 1000)])
