@@ -81,6 +81,22 @@ def decode_path(path: str) -> str:
     return unquote(path) if "%" in path else path
 
 
+def normalize_path(path: str) -> str:
+    """``path`` without empty and ``.`` segments, as Hadoop's ``Path`` reads it.
+
+    ``a//b``, ``./a/b``, ``a/./b`` and ``a/b/`` are all ``a/b`` (and ``/x//y`` is ``/x/y``):
+    every engine opens the same file for them, so every comparison of locations must see one.
+    ``..`` segments stay as they are (the filesystem resolves them; paths with them are never
+    deleted, see :func:`check_action_path`).
+    """
+    if not (
+        "//" in path or "/." in path or path.endswith("/") or path.startswith("./") or path == "."
+    ):
+        return path  # the common case, decided without splitting
+    joined = "/".join(s for s in path.split("/") if s not in ("", "."))
+    return "/" + joined if path.startswith("/") else joined
+
+
 def has_scheme(path: str) -> bool:
     """Whether ``path`` is an absolute URI such as ``s3://b/k`` or ``file:/x``."""
     head, sep, _ = path.partition(":")
@@ -170,4 +186,4 @@ def check_action_path(path: str, root: str) -> bool:
     root_family, root_authority, root_path = _split_location(root)
     if (family, authority) != (root_family, root_authority):
         raise InvalidPathError(f"path {path!r} is on another store, bucket or account")
-    return not where.startswith(root_path.rstrip("/") + "/")
+    return not normalize_path(where).startswith(root_path.rstrip("/") + "/")

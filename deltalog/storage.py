@@ -25,7 +25,14 @@ from deltalog.logstores import (
 from deltalog.logstores.errors import OrphanedCommitEntryError, is_store_failure
 from deltalog.logstores.local import local_path_from_uri
 from deltalog.logstores.options import redact_uri
-from deltalog.paths import LAST_CHECKPOINT, LOG_DIR, decode_path, has_scheme, scheme_family
+from deltalog.paths import (
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    decode_path,
+    has_scheme,
+    normalize_path,
+    scheme_family,
+)
 from deltalog.user_input import check_options, check_uri
 
 
@@ -101,24 +108,28 @@ class TableStorage:
     def locate(self, action_path: str) -> str:
         """Where the file an ``add``/``remove`` path names is, in the store's notation.
 
-        The path is percent-decoded; a relative one is joined to the root, ``file:`` URIs
-        become filesystem paths, and an absolute URI spelled with another scheme for the same
-        store (``s3a://`` on an ``s3://`` table) takes the root's scheme, the one the store
-        serves.
+        The path is percent-decoded (once); a relative one is joined to the root, ``file:`` URIs
+        (any case) become filesystem paths, and an absolute URI spelled with another scheme for
+        the same store (``s3a://`` on an ``s3://`` table) takes the root's scheme, the one the
+        store serves. Empty and ``.`` segments are dropped (:func:`normalize_path`), as Hadoop's
+        ``Path`` drops them: every spelling of a file has one location.
         """
         decoded = decode_path(action_path)
         if not (action_path.startswith("/") or has_scheme(action_path)):  # as logged
-            return self.data_file(decoded)
-        if decoded.startswith("file:"):
-            return local_path_from_uri(decoded)
+            return self.data_file(normalize_path(decoded))
+        if action_path[:5].lower() == "file:":  # the URI as logged: decoded once, by the parser
+            return local_path_from_uri("file:" + action_path[5:])
         if "://" in decoded and "://" in self.root:
             scheme, _, rest = decoded.partition("://")
             root_scheme = self.root.partition("://")[0]
             if scheme_family(scheme) == scheme_family(root_scheme):
-                return f"{root_scheme}://{rest}"
-        if has_scheme(decoded) or decoded.startswith("/"):
+                authority, _, key = rest.partition("/")
+                return f"{root_scheme}://{authority}{normalize_path('/' + key)}"
+        if has_scheme(decoded):
             return decoded
-        return self.data_file(decoded)
+        if decoded.startswith("/"):
+            return normalize_path(decoded)
+        return self.data_file(normalize_path(decoded))
 
     def list_log(self, start_name: str = "") -> list[FileStatus]:
         """The ``_delta_log`` listing from ``start_name`` on.

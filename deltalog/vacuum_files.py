@@ -13,10 +13,18 @@ delta-spark's rules (``VacuumCommand``):
   and last modified before the cutoff: also files no commit ever named (a dead Spark task's).
 * **Lite** mode reads the ``remove`` (and ``cdc``) actions of the commits between the last
   vacuum's window and the newest commit before the cutoff, instead of listing.
+
+Every path is compared in one form (:class:`deltalog.root_paths.RootResolver`): decoded,
+without empty or ``.`` segments, and on a local store with its directories' symlinks resolved
+and spelled under the root. So a live file stays however the log spells it (``a//f``, ``./a/f``,
+an absolute path through an alias of the root), and a location goes only if it resolves inside
+the root's real path: a symlinked directory is never followed out of it (full mode does not
+enter one; lite mode resolves what the log names).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +38,13 @@ from deltalog.deletion_vectors import dv_file_path
 from deltalog.errors import DeletionVectorError, InvalidPathError
 from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import check_action_path
+from deltalog.root_paths import RootResolver
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors
+
+#: Action paths :meth:`TableStorage.locate` must read: percent-encoded, absolute or a URI, with
+#: empty or ``.`` segments, or ending in ``/``.
+_SPELLED_OTHERWISE = r"[%:]|^/|//|/$|(^|/)\.(/|$)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +65,32 @@ class TablePaths:
 
     def __init__(self, storage: TableStorage, snapshot: Snapshot) -> None:
         self.storage = storage
-        self.root = storage.root.rstrip("/") + "/"
+        self.resolver = RootResolver(storage)
+        self.root = self.resolver.root
         self.partition_prefixes = tuple(f"{c}=" for c in snapshot.partition_columns)
         formats = snapshot.configuration.get("delta.universalFormat.enabledFormats") or ""
         self.iceberg = "iceberg" in formats.lower()
 
     def inside(self, location: str) -> str | None:
-        """``location`` relative to the root, or ``None`` when it is not under the root."""
+        """``location`` relative to the root, or ``None`` when it is not under the root.
+
+        Lexical: the resolved form is :meth:`deletable`'s business.
+        """
         return location[len(self.root) :] if location.startswith(self.root) else None
+
+    def deletable(self, location: str) -> str | None:
+        """Where ``location`` is, spelled under the root, if a vacuum may delete it.
+
+        ``None`` when it resolves outside the root (through a symlinked directory or an alias),
+        is the root itself or a directory spelling, or is hidden as spelled or as resolved.
+        """
+        resolved = self.resolver.resolve(location)
+        if resolved is None or self.hidden(resolved[len(self.root) :]):
+            return None
+        relative = self.inside(location)
+        if relative is None or relative == resolved[len(self.root) :]:
+            return resolved
+        return None if self.hidden(relative) else resolved
 
     def hidden(self, relative: str) -> bool:
         """Whether any segment of a relative path is hidden (see the module docstring)."""
@@ -75,20 +106,48 @@ class TablePaths:
         return False
 
     def locations(self, paths: pa.Array | pa.ChunkedArray) -> list[str]:
-        """Where the files that action paths name are (decoded, joined to the root)."""
+        """Where the files that action paths name are (see :meth:`TableStorage.locate`)."""
+        located: list[str] = self.location_array(paths).to_pylist()
+        return located
+
+    def location_array(self, paths: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """:meth:`locations` as an Arrow array.
+
+        A path spelled plainly (relative, no ``%``, ``:``, empty or ``.`` segments) is joined
+        to the root in one kernel; any other goes through :meth:`TableStorage.locate`.
+        """
         array = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
         if not len(array):
-            return []
-        special = pc.or_(
-            pc.or_(pc.match_substring(array, "%"), pc.starts_with(array, "/")),
-            pc.match_substring(array, ":"),
-        )
-        if not pc.any(special).as_py():
-            joined: list[str] = pc.binary_join_element_wise(
-                av.string(self.root), array, av.string("")
-            ).to_pylist()
-            return joined
-        return [self.storage.locate(p) for p in array.to_pylist()]
+            return av.strings([])
+        if not pc.any(pc.match_substring_regex(array, _SPELLED_OTHERWISE)).as_py():
+            return pc.binary_join_element_wise(av.string(self.root), array, av.string(""))
+        return av.strings([self.storage.locate(p) for p in array.to_pylist()])
+
+    def with_resolved(self, locations: pa.Array) -> set[str]:
+        """``locations`` plus their spelling under the root where a directory resolves there.
+
+        That is a path through an alias of the root or a symlinked directory of the table.
+        One ``lstat`` per directory; nothing more when no directory resolves elsewhere.
+        """
+        found = set(locations.to_pylist())
+        if not self.resolver.local or not len(locations):
+            return found
+        split = pc.split_pattern(locations, "/", max_splits=1, reverse=True)
+        directories = pc.list_element(split, av.int64(0))
+        moved: dict[str, str] = {}
+        for directory in pc.unique(directories).to_pylist():
+            if directory is None:
+                continue
+            under = self.resolver.directory(directory)
+            if under is not None and under != directory + "/":
+                moved[directory] = under
+        if moved:
+            hit = pc.is_in(directories, value_set=av.strings(list(moved)))
+            for location in locations.filter(hit).to_pylist():
+                directory, slash, name = location.rpartition("/")
+                if slash and directory in moved:
+                    found.add(moved[directory] + name)
+        return found
 
     def safe_location(self, action_path: str) -> str | None:
         """The location of an action's path when it is safe to act on, else ``None``."""
@@ -120,17 +179,37 @@ def needed_locations(paths: TablePaths, snapshot: Snapshot, delete_before_ms: in
     if tombstones.num_rows:
         stamp = pc.fill_null(tombstones.column("deletion_timestamp"), av.int64(0))
         tombstones = tombstones.filter(pc.greater_equal(stamp, av.int64(delete_before_ms)))
-    needed = set(paths.locations(files.column("path")))
-    needed.update(paths.locations(tombstones.column("path")))
+    arrays = [paths.location_array(t.column("path")) for t in (files, tombstones)]
+    extra: list[str] = []
     for table in (files, tombstones):
+        extra += _uri_readings(table.column("path"), paths)
         dvs = table.column("deletion_vector")
         if dvs.null_count == len(dvs):
             continue
         for dv in dvs.drop_null().to_pylist():
             location = paths.dv_location(dv)
             if location is not None:
-                needed.add(location)
-    return needed
+                extra.append(location)
+    arrays = [a.cast(pa.string()) for a in (*arrays, av.strings(extra)) if len(a)]
+    if not arrays:
+        return set()
+    return paths.with_resolved(pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0])
+
+
+def _uri_readings(column: pa.ChunkedArray | pa.Array, paths: TablePaths) -> list[str]:
+    """Where delta-spark reads paths with a raw ``?`` or ``#``: without that URI suffix.
+
+    deltalog (as delta-rs) takes them as part of the name; a vacuum keeps both files.
+    """
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not len(array) or not pc.any(pc.match_substring_regex(array, "[?#]")).as_py():
+        return []
+    found = []
+    for path in array.filter(pc.match_substring_regex(array, "[?#]")).to_pylist():
+        stem = path.split("#", 1)[0].split("?", 1)[0]
+        if stem:
+            found.append(paths.storage.locate(stem))
+    return found
 
 
 @dataclass(frozen=True)
@@ -181,7 +260,14 @@ def full_candidates(paths: TablePaths, needed: set[str], delete_before_ms: int) 
             tree: Iterable[FileStatus] = list(storage.store.list_tree_where(storage.root, keep))
     except LogFileNotFoundError:
         tree = []
-    out = [Candidate(s.path, s.size) for s in tree if s.modification_time < delete_before_ms]
+    # The walk enters no symlinked directory; one that became one since is skipped.
+    moved = {d for d in hidden_dirs if paths.resolver.directory(d) != d + "/"}
+    out = [
+        Candidate(s.path, s.size)
+        for s in tree
+        if s.modification_time < delete_before_ms
+        and not (moved and s.path.rpartition("/")[0] in moved)
+    ]
     directories = {d[len(root) :] for d in set(visible_dirs) if len(d) >= len(root)}
     return Listing(out, _with_ancestors(directories) + 1, len(visible_dirs))
 
@@ -222,10 +308,12 @@ def lite_candidates(
             continue
         for i, (path, size) in enumerate(entries):
             location = path if i else paths.safe_location(path)
-            if location is None or location in needed or location in found:
+            if location is None or location in needed:
                 continue
-            relative = paths.inside(location)
-            if relative is None or paths.hidden(relative):
+            resolved = paths.deletable(location)
+            if resolved is None or resolved in needed or resolved in found:
                 continue
-            found[location] = Candidate(location, size)
+            if paths.resolver.local and os.path.isdir(resolved):
+                continue  # a directory (or a link to one) is no file of the table
+            found[resolved] = Candidate(resolved, size)
     return sorted(found.values(), key=lambda c: c.location)

@@ -7,6 +7,7 @@ from deltalog.check.state import TableState
 from deltalog.errors import InvalidPathError
 from deltalog.logstores import LogFileNotFoundError
 from deltalog.paths import LOG_DIR, check_action_path
+from deltalog.root_paths import RootResolver
 from deltalog.storage import TableStorage, storage_errors
 
 
@@ -31,14 +32,25 @@ class FileChecks:
         """
         tree = self._list(self.root)
         inside = self.root + "/"
+        resolver = RootResolver(self.storage)
         referenced: set[str] = set()
+
+        def listed(location: str) -> str:
+            """The listing's spelling of ``location`` (another spelling resolved), recorded."""
+            referenced.add(location)
+            if location not in tree:
+                resolved = resolver.resolve(location)
+                if resolved is not None:
+                    referenced.add(resolved)
+                    return resolved
+            return location
+
         for file in state.files.values():
             if not _safe(file.path, self.root):
                 continue  # reported as unsafe-path; never followed
             location = self.storage.locate(file.path)
-            referenced.add(location)
-            size = tree.get(location)
-            if size is None and not location.startswith(inside):
+            size = tree.get(listed(location))
+            if size is None:  # outside the root, under a symlinked directory, or missing
                 size = self._size(location)
             if size is None:
                 message = f"live file {file.path!r} (added in version {file.version}) is missing"
@@ -46,9 +58,9 @@ class FileChecks:
             elif size != file.size:
                 message = f"live file {file.path!r} holds {size} bytes, the log says {file.size}"
                 self.findings.report("size-mismatch", message, file.version, location)
-        referenced.update(
-            self.storage.locate(path) for path in state.removed if _safe(path, self.root)
-        )
+        for path in state.removed:
+            if _safe(path, self.root):
+                listed(self.storage.locate(path))
         columns = set(state.metadata.partition_columns) if state.metadata else set()
         for location in sorted(tree.keys() - referenced):
             relative = location[len(inside) :]
