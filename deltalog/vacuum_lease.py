@@ -168,7 +168,8 @@ class VacuumLease:
         """Keep the files of ``adds``, located as ``needed_locations`` locates live files."""
         if not adds:
             return
-        self.added.update(self._paths.locations(pa.array([a.path for a in adds], pa.string())))
+        located = self._paths.location_array(pa.array([a.path for a in adds], pa.string()))
+        self.added.update(self._paths.with_resolved(located))
         for add in adds:
             dv = self._paths.dv_location(add.deletion_vector)
             if dv is not None:
