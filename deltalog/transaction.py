@@ -19,9 +19,7 @@ from typing import Any, TypeAlias
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from deltalog import arrow_values as av
 from deltalog.actions import (
     Action,
     AddCDCFile,
@@ -32,6 +30,7 @@ from deltalog.actions import (
     Protocol,
     RemoveFile,
     Txn,
+    parse_actions,
 )
 from deltalog.checksum import write_checksum_after
 from deltalog.commit import (
@@ -47,6 +46,7 @@ from deltalog.commit import (
     write_metrics,
 )
 from deltalog.commit_layout import CommitLayout
+from deltalog.commit_outcome import confirm_in_history
 from deltalog.conflicts import (
     ISOLATION_LEVELS,
     TransactionReads,
@@ -59,8 +59,8 @@ from deltalog.errors import (
     CommitAttemptsExhaustedError,
     ConcurrentModificationError,
     DuplicateFileError,
-    FileNotInTableError,
     InvalidInputError,
+    SnapshotExpiredError,
     TransactionClosedError,
 )
 from deltalog.features import (
@@ -68,7 +68,6 @@ from deltalog.features import (
 )
 from deltalog.file_actions import (
     canonical_path,
-    canonical_path_chunks,
     canonical_paths,
     file_key,
     scheme_prefix,
@@ -77,6 +76,7 @@ from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
+from deltalog.rebase import head_for_blind_append
 from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
@@ -87,6 +87,7 @@ from deltalog.staging import (
     drop_readds,
     find_txn_commit,
     isolation_level,
+    removes_for,
     replaced_sizes,
 )
 from deltalog.storage import TableStorage
@@ -425,50 +426,7 @@ class Transaction:
         return out
 
     def _removes_for(self, paths: list[str], data_change: bool) -> list[RemoveFile]:
-        files = self._snapshot.files
-        wanted = canonical_paths(av.strings(paths), self._prefix)
-        keys = canonical_path_chunks(files.column("path"), self._prefix)
-        rows = files.filter(pc.is_in(keys, value_set=wanted))
-        found = {
-            canonical_path(p, self._prefix): i
-            for i, p in enumerate(rows.column("path").to_pylist())
-        }
-        for path, key in zip(paths, wanted.to_pylist(), strict=True):
-            if key not in found:
-                raise FileNotInTableError(
-                    f"{path!r} is not a live file of the table at version {self.read_version}",
-                    path=path,
-                )
-        now = now_ms()
-        cols = rows.select(
-            [
-                "path",
-                "partition_values",
-                "size",
-                "deletion_vector",
-                "tags",
-                "stats",
-                "base_row_id",
-                "default_row_commit_version",
-            ]
-        )
-        by_key = {}
-        for row in cols.to_pylist():
-            dv = row["deletion_vector"]
-            by_key[canonical_path(row["path"], self._prefix)] = RemoveFile(
-                path=row["path"],
-                deletion_timestamp=now,
-                data_change=data_change,
-                extended_file_metadata=True,
-                partition_values=dict(row["partition_values"] or []),
-                size=row["size"],
-                tags=dict(row["tags"]) if row["tags"] else None,
-                deletion_vector={k: v for k, v in dv.items() if v is not None} if dv else None,
-                stats=row["stats"],
-                base_row_id=row["base_row_id"],
-                default_row_commit_version=row["default_row_commit_version"],
-            )
-        return [by_key[k] for k in wanted.to_pylist()]
+        return removes_for(self._snapshot, paths, data_change, self._prefix)
 
     def update_metadata(
         self,
@@ -610,18 +568,28 @@ class Transaction:
             engine_info=self._engine_info,
             user_metadata=self._user_metadata,
         )
+        staged = (info, actions)
         layout = CommitLayout(snap, info, actions)
         reads: TransactionReads | None = None
         winners: list[tuple[int, list[Action], int]] = []
-        version = snap.version + 1
+        version, started = snap.version + 1, now_ms()
         while True:
             self.attempts += 1
             info, actions, data = layout.build(version)  # again after a lost race
             # Also after a lost race: the catch-up's "not found" for a version does not mean
             # it is free when cleanup may have deleted it during the back-off.
             check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
-            if try_write(self._storage, version, data, check_previous=check_previous):
-                break
+            try:
+                if try_write(self._storage, version, data, check_previous=check_previous):
+                    break
+            except SnapshotExpiredError as expired:  # nothing was written
+                if self.attempts >= self._retry.max_attempts or not self._moves_to_head():
+                    raise
+                snap = self._snapshot = head_for_blind_append(self._storage, snap, expired)
+                layout, reads, replaced = CommitLayout(snap, *staged), None, None
+                version = snap.version + 1
+                winners.clear()
+                continue
             if self.attempts >= self._retry.max_attempts:
                 raise CommitAttemptsExhaustedError(
                     f"gave up after {self.attempts} attempts: version {version} was taken by "
@@ -641,7 +609,10 @@ class Transaction:
                 # The store said "taken", but the commit there is this one (an attempt whose
                 # reply was lost landed after all): it is committed, once, as laid out there.
                 version = landed.version
-                ours = read_commit(self._storage, commit_name(version), version)
+                data = self._storage.read_log_file(commit_name(version))
+                if check_previous:
+                    confirm_in_history(self._storage, version, data, started)
+                ours = parse_actions(data, version=version)
                 info = next((a for a in ours if isinstance(a, CommitInfo)), info)
                 actions = [a for a in ours if not isinstance(a, CommitInfo)]
                 break
@@ -741,6 +712,11 @@ class Transaction:
         actions += self._adds.values()
         actions += self._cdc
         return actions
+
+    def _moves_to_head(self) -> bool:
+        """Whether the commit may move past commits it cannot see (see :mod:`deltalog.rebase`)."""
+        changes = self._txns or self._domains or self._metadata or self._protocol
+        return self._is_blind_append() and not changes
 
     def _is_blind_append(self) -> bool:
         reads = bool(self._predicates or self._read)

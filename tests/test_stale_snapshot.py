@@ -2,7 +2,8 @@
 
 Found by the soak benchmark: log cleanup had deleted versions 0..19 behind a checkpoint at 20,
 and a writer still reading version 0 created ``1.json`` again. That commit was "successful",
-yet no reader ever saw it (replay starts at the checkpoint). Now the commit is refused.
+yet no reader ever saw it (replay starts at the checkpoint). Now a commit that read the table
+is refused; a blind append, which read nothing, lands after the head instead.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def test_stale_writer_is_refused_after_cleanup(tmp_path, uri_kind: str) -> None:
     assert not store.exists(current._storage.log_file(f"{1:020d}.json"))
 
     tx = stale.transaction()
+    tx.read_whole_table()  # not a blind append: it cannot be checked against what is gone
     tx.add(one_row_add("a0.parquet"))
     with pytest.raises(SnapshotExpiredError) as err:
         tx.commit()
@@ -106,6 +108,7 @@ def test_loser_does_not_recreate_a_commit_cleaned_up_during_its_backoff(
     )
     commit_one(winner, "b1.parquet")  # takes version 1 from the loser
     tx = loser.transaction()
+    tx.read_whole_table()  # not a blind append: it cannot be checked against what is gone
     tx.add(one_row_add("a.parquet"))
     with pytest.raises(SnapshotExpiredError) as err:
         tx.commit()

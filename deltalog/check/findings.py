@@ -21,6 +21,7 @@ Severity = Literal["error", "warning", "info"]
 CODES: dict[str, tuple[Severity, str]] = {
     "version-gap": ("error", "a commit is missing after the oldest retained checkpoint"),
     "missing-history": ("error", "no checkpoint covers the versions before the first commit"),
+    "orphaned-commit": ("error", "a commit below a checkpoint that never held it (lost)"),
     "malformed-commit": ("error", "a commit line is not UTF-8, JSON, or a valid action"),
     "multiple-metadata": ("error", "a commit has more than one metaData action"),
     "multiple-protocol": ("error", "a commit has more than one protocol action"),
