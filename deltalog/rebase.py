@@ -10,12 +10,15 @@ commits would have been.
 
 from __future__ import annotations
 
-from deltalog.errors import SnapshotExpiredError
+from deltalog.errors import SnapshotExpiredError, VersionNotFoundError
 from deltalog.orphans import same_metadata, same_protocol
 from deltalog.replay import replay
 from deltalog.segment import list_log
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage
+
+#: Reads of the head tried while log cleanup deletes files under them.
+READ_ATTEMPTS = 3
 
 
 def head_for_blind_append(
@@ -29,10 +32,17 @@ def head_for_blind_append(
         expired: Why the append cannot be committed after ``snapshot``.
 
     Raises:
-        SnapshotExpiredError: ``expired``, when the head has another protocol or metadata.
+        SnapshotExpiredError: ``expired``, when the head has another protocol or metadata, or
+            cannot be read because log cleanup keeps deleting what is being read.
         UnsupportedFeatureError: deltalog cannot write the table at the head.
     """
-    head = replay(storage, list_log(storage))
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            head = replay(storage, list_log(storage))
+            break
+        except VersionNotFoundError as exc:  # cleanup deleted what was being read
+            if attempt == READ_ATTEMPTS:
+                raise expired from exc
     if not (
         same_protocol(head.protocol, snapshot.protocol)
         and same_metadata(head.metadata, snapshot.metadata)

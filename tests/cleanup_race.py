@@ -32,6 +32,7 @@ from deltalog import (
     CommitFailedError,
     CommitStatusUnknownError,
     DeltaTable,
+    VersionNotFoundError,
     check_table,
 )
 
@@ -115,8 +116,19 @@ def _append(table: DeltaTable, writer: int, seq: int) -> tuple[str, int]:
         except CommitFailedError as exc:
             if not exc.retryable or attempt == RERUNS:
                 raise
-            table.update()
+            _update(table)
     raise AssertionError("unreachable")
+
+
+def _update(table: DeltaTable) -> None:
+    """``table.update()``, again while log cleanup deletes the files it reads."""
+    for attempt in range(RERUNS + 1):
+        try:
+            table.update()
+            return
+        except VersionNotFoundError:
+            if attempt == RERUNS:
+                raise
 
 
 def _child(
