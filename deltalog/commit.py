@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from deltalog import __version__
-from deltalog.actions import AddFile, CommitInfo, Txn
+from deltalog.actions import Action, AddFile, CommitInfo, Txn
 from deltalog.commit_outcome import confirm_in_history, resolve_failed_write
 from deltalog.config import log_retention_ms
 from deltalog.errors import (
@@ -215,11 +215,12 @@ def _version_is_free(storage: TableStorage, version: int) -> bool:
 
 
 class LandedEarlier(Exception):
-    """The commit found at a version is this transaction's own: it landed there."""
+    """The commit found at a version is this transaction's own: it landed there (``actions``)."""
 
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int, actions: list[Action]) -> None:
         super().__init__(version)
         self.version = version
+        self.actions = actions
 
 
 class AlreadyCommitted(Exception):

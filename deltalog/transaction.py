@@ -5,8 +5,10 @@ application ids) is recorded; what it writes is staged. :meth:`Transaction.commi
 the commit once and creates ``_delta_log/<read version + 1>.json`` through the log store. When
 another writer created that version first, the winners are read one by one and checked against
 this transaction (:mod:`deltalog.conflicts`); if none conflicts, the same bytes are tried at the
-next free version, after a backoff (:class:`~deltalog.commit.RetryPolicy`). A commit therefore
-either lands exactly once or raises, and a raise writes nothing.
+next free version, after a backoff (:class:`~deltalog.commit.RetryPolicy`). When log cleanup
+removed the winners, only a blind append goes on, after the head (:mod:`deltalog.rebase`). A
+commit therefore either lands exactly once, in the history readers rebuild, or raises, and a
+raise writes nothing (except ``CommitStatusUnknownError``: the commit may have landed).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from deltalog.actions import (
     Protocol,
     RemoveFile,
     Txn,
-    parse_actions,
+    serialize_actions,
 )
 from deltalog.checksum import write_checksum_after
 from deltalog.commit import (
@@ -524,9 +526,13 @@ class Transaction:
         Raises:
             ConcurrentModificationError: A winning commit conflicts (one of the six subclasses).
             CommitAttemptsExhaustedError: Every attempt lost the race.
+            SnapshotExpiredError: Log cleanup removed the commits after the snapshot, and the
+                transaction is not a blind append (nothing was written).
+            CommitStatusUnknownError: The store failed so that whether the commit landed
+                cannot be told (it may have).
             InvalidInputError: The staged changes are refused (nothing was written).
             TransactionClosedError: The transaction already committed or failed.
-            StorageError: The log store failed.
+            StorageError: The log store failed (nothing was written).
         """
         self._check_open()
         try:
@@ -583,11 +589,8 @@ class Transaction:
                 if try_write(self._storage, version, data, check_previous=check_previous):
                     break
             except SnapshotExpiredError as expired:  # nothing was written
-                if self.attempts >= self._retry.max_attempts or not self._moves_to_head():
-                    raise
-                snap = self._snapshot = head_for_blind_append(self._storage, snap, expired)
-                layout, reads, replaced = CommitLayout(snap, *staged), None, None
-                version = snap.version + 1
+                snap, layout = self._to_head(snap, expired, staged)
+                version, reads, replaced = snap.version + 1, None, None
                 winners.clear()
                 continue
             if self.attempts >= self._retry.max_attempts:
@@ -608,11 +611,16 @@ class Transaction:
             except LandedEarlier as landed:
                 # The store said "taken", but the commit there is this one (an attempt whose
                 # reply was lost landed after all): it is committed, once, as laid out there.
-                version = landed.version
-                data = self._storage.read_log_file(commit_name(version))
-                if check_previous:
-                    confirm_in_history(self._storage, version, data, started)
-                ours = parse_actions(data, version=version)
+                version, ours = landed.version, landed.actions
+                try:
+                    if check_previous:
+                        data = serialize_actions(ours)
+                        confirm_in_history(self._storage, version, data, started)
+                except SnapshotExpiredError as expired:  # withdrawn: nothing was written
+                    snap, layout = self._to_head(snap, expired, staged)
+                    version, reads, replaced = snap.version + 1, None, None
+                    winners.clear()
+                    continue
                 info = next((a for a in ours if isinstance(a, CommitInfo)), info)
                 actions = [a for a in ours if not isinstance(a, CommitInfo)]
                 break
@@ -649,7 +657,7 @@ class Transaction:
                 return version
             winner = WinningCommit.from_actions(version, actions)
             if txn_id is not None and winner.commit_info.get("txnId") == txn_id:
-                raise LandedEarlier(version)
+                raise LandedEarlier(version, actions)
             theirs = {t.app_id: t for t in winner.txns}
             if self._txns and all(txn_covers(theirs.get(a), t) for a, t in self._txns.items()):
                 winners.append((version, actions, now_ms()))
@@ -713,10 +721,19 @@ class Transaction:
         actions += self._cdc
         return actions
 
-    def _moves_to_head(self) -> bool:
-        """Whether the commit may move past commits it cannot see (see :mod:`deltalog.rebase`)."""
+    def _to_head(
+        self, snap: Snapshot, expired: SnapshotExpiredError, staged: tuple[CommitInfo, list[Action]]
+    ) -> tuple[Snapshot, CommitLayout]:
+        """Move a blind append past commits log cleanup removed (see :mod:`deltalog.rebase`).
+
+        Raises:
+            SnapshotExpiredError: ``expired``, for anything but such a blind append.
+        """
         changes = self._txns or self._domains or self._metadata or self._protocol
-        return self._is_blind_append() and not changes
+        if self.attempts >= self._retry.max_attempts or changes or not self._is_blind_append():
+            raise expired
+        snap = self._snapshot = head_for_blind_append(self._storage, snap, expired)
+        return snap, CommitLayout(snap, *staged)
 
     def _is_blind_append(self) -> bool:
         reads = bool(self._predicates or self._read)

@@ -28,7 +28,7 @@ from deltalog import (
 )
 from deltalog.actions import serialize_actions
 from deltalog.commit import make_commit_info
-from deltalog.logstores import FileStatus, LogStore
+from deltalog.logstores import FileAlreadyExistsError, FileStatus, LocalLogStore, LogStore
 from deltalog.storage import TableStorage
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -211,6 +211,33 @@ def test_commit_landing_under_a_checkpoint_written_after_it_is_acknowledged(
     monkeypatch.setattr(type(writer._storage.store), "write", write_then_others_move_on)
     assert commit_one(writer, "a.parquet") == 1
     assert _paths(DeltaTable(uri)) == ["a.parquet", "b2.parquet"]
+
+
+def test_orphan_whose_store_said_taken_is_found_and_moved_on(
+    tmp_path: Any, between_check_and_create: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The create lands below the fresh checkpoint, but the store answers "taken" (a retried
+    conditional PUT): the commit found there is the writer's own, and it is an orphan too."""
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA, configuration=NO_RETENTION)
+    other = DeltaTable(uri, background_checkpoints=False)
+    commit_one(other, "b1.parquet")
+    writer = DeltaTable(uri, background_checkpoints=False)
+    between_check_and_create(_others_commit_checkpoint_and_clean(other, 2))
+    real_write = LocalLogStore.write
+    lied: list[str] = []
+
+    def write_then_say_taken(self: LocalLogStore, path: str, data: bytes, **kw: Any) -> None:
+        real_write(self, path, data, **kw)
+        if path.endswith(_name(2)) and b"a.parquet" in data and not lied:
+            lied.append(path)
+            raise FileAlreadyExistsError(path)
+
+    monkeypatch.setattr(LocalLogStore, "write", write_then_say_taken)
+    assert commit_one(writer, "a.parquet") == 4
+    assert lied
+    assert _paths(DeltaTable(uri)) == ["a.parquet", "b1.parquet", "b2.parquet", "b3.parquet"]
+    assert check_table(uri, data_files=False).clean
 
 
 class CountingStore(LogStore):
