@@ -19,17 +19,18 @@ import time
 
 import orjson
 
-from deltalog.actions import Action, RemoveFile, parse_actions
+from deltalog.actions import Action, parse_actions
 from deltalog.errors import (
     CommitStatusUnknownError,
     CorruptLogError,
     SnapshotExpiredError,
     StorageError,
 )
-from deltalog.file_actions import canonical_path, scheme_prefix
+from deltalog.file_actions import scheme_prefix
 from deltalog.logstores import LogFileNotFoundError
 from deltalog.orphans import (
     CLOCK_SKEW_MS,
+    LaterCommits,
     Verdict,
     identifiable,
     judge,
@@ -195,22 +196,20 @@ def created_verdict(
         # The commits up to the checkpoint tell more: one that removes a file of this commit
         # was made on top of it; when all are there and none does, a missing add is decisive
         # even where tombstones may have expired.
-        later, complete = removed_between(storage, listing, version, view.version, prefix)
-        verdict = judge(
-            actions, view, prefix, tombstones_kept=kept or complete, removed_later=later
-        )
+        later, complete = commits_between(storage, listing, version, view.version, prefix)
+        verdict = judge(actions, view, prefix, tombstones_kept=kept or complete, later=later)
     return verdict, view.version
 
 
-def removed_between(
+def commits_between(
     storage: TableStorage, listing: LogListing, after: int, upto: int, prefix: str
-) -> tuple[set[str], bool]:
-    """Canonical paths removed by the listed commits after ``after`` up to ``upto``.
+) -> tuple[LaterCommits, bool]:
+    """What the listed commits after ``after`` up to ``upto`` did.
 
     Returns:
-        The paths, and whether every commit of that range was there to be read.
+        That, and whether every commit of the range was there to be read.
     """
-    out: set[str] = set()
+    out = LaterCommits()
     complete = True
     for v in range(after + 1, upto + 1):
         status = listing.commits.get(v)
@@ -224,5 +223,5 @@ def removed_between(
         except (LogFileNotFoundError, CorruptLogError):
             complete = False
             continue
-        out |= {canonical_path(a.path, prefix) for a in actions if isinstance(a, RemoveFile)}
+        out.note(actions, prefix)
     return out, complete

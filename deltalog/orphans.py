@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,6 +91,31 @@ class CheckpointView:
             return tombstone_retention_ms(self.metadata.configuration if self.metadata else {})
         except DeltaLogError:
             return 0
+
+
+@dataclass
+class LaterCommits:
+    """What the commits after the one judged (up to the checkpoint) did, as far as known.
+
+    Attributes:
+        removed: Canonical paths they removed.
+        added: File keys they added.
+        apps: App ids they wrote a ``txn`` for.
+    """
+
+    removed: set[str] = field(default_factory=set)
+    added: set[str] = field(default_factory=set)
+    apps: set[str] = field(default_factory=set)
+
+    def note(self, actions: Iterable[Action], prefix: str) -> None:
+        """Take one later commit's actions into account."""
+        for a in actions:
+            if isinstance(a, RemoveFile):
+                self.removed.add(canonical_path(a.path, prefix))
+            elif isinstance(a, AddFile):
+                self.added.add(file_key(a.path, a.dv_id, prefix))
+            elif isinstance(a, Txn):
+                self.apps.add(a.app_id)
 
 
 def identifiable(actions: Iterable[Action]) -> bool:
@@ -183,7 +208,7 @@ def judge(
     prefix: str,
     *,
     tombstones_kept: bool,
-    removed_later: set[str] | None = None,
+    later: LaterCommits | None = None,
 ) -> Verdict:
     """Whether the commit of ``actions`` is in the history ``view``'s checkpoint stands for.
 
@@ -193,8 +218,9 @@ def judge(
     set them; also when the commit changes nothing a checkpoint shows. ``ORPHANED`` when it
     shows the opposite: a file the commit removes still live, an app id's ``txn`` below the
     commit's, or an add missing altogether while no tombstone can have expired
-    (``tombstones_kept``) and no later commit removed it (``removed_later``, canonical paths).
-    ``UNKNOWN`` otherwise.
+    (``tombstones_kept``), unless a later commit (``later``) explains it by adding the file
+    again, writing the app id's ``txn`` again, or removing the added file. ``UNKNOWN``
+    otherwise.
 
     Args:
         actions: The commit's actions.
@@ -202,25 +228,24 @@ def judge(
         prefix: The table's scheme prefix.
         tombstones_kept: Whether the checkpoint must still hold a tombstone of any removal
             that happened after the commit.
-        removed_later: Paths removed by commits after this one up to the checkpoint, when
-            those commits are known.
+        later: What the commits after this one up to the checkpoint did, when known.
     """
     present = absent = False
     added = {file_key(a.path, a.dv_id, prefix) for a in actions if isinstance(a, AddFile)}
-    later = removed_later or set()
+    later = later or LaterCommits()
     for action in actions:
         if isinstance(action, AddFile):
             key = file_key(action.path, action.dv_id, prefix)
             live = view.live.get(key)
             if live is not None:
                 present |= live == (action.size, action.modification_time)
-            elif key in view.tombstones or canonical_path(action.path, prefix) in later:
+            elif key in view.tombstones or canonical_path(action.path, prefix) in later.removed:
                 present = True
             elif tombstones_kept:
                 absent = True
         elif isinstance(action, RemoveFile):
             key = file_key(action.path, action.dv_id, prefix)
-            if key in added:
+            if key in added or key in later.added:
                 continue
             if key in view.live:
                 absent = True
@@ -228,6 +253,8 @@ def judge(
                 present |= view.tombstones.get(key) == action.deletion_timestamp
         elif isinstance(action, Txn):
             theirs = view.txns.get(action.app_id)
+            if action.app_id in later.apps:
+                continue
             if theirs is not None and theirs[0] < action.version:
                 absent = True
             elif theirs is not None and theirs[0] == action.version:

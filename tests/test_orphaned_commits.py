@@ -308,7 +308,7 @@ def test_check_reports_a_commit_below_a_checkpoint_that_does_not_hold_it(tmp_pat
 
 
 def test_check_accepts_commits_below_a_checkpoint_that_holds_them(tmp_path: Any) -> None:
-    """Commits cleanup has not deleted yet, with a file removed again in between."""
+    """Commits cleanup has not deleted yet: a file removed in between, one removed and restored."""
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, SCHEMA)
     table = DeltaTable(uri, background_checkpoints=False)
@@ -316,10 +316,12 @@ def test_check_accepts_commits_below_a_checkpoint_that_holds_them(tmp_path: Any)
         commit_one(table, f"f{v}.parquet")
     with table.transaction("DELETE") as tx:
         tx.remove("f4.parquet")  # version 6
-    commit_one(table, "f7.parquet")
-    table.checkpoint()  # version 7
+    with table.transaction("DELETE") as tx:
+        tx.remove("f5.parquet")  # version 7: live again in the checkpoint, restored by 8
+    commit_one(table, "f5.parquet")  # version 8, as RESTORE re-adds a removed file
+    table.checkpoint()  # version 8
     storage = TableStorage.open(uri)
-    for v in range(3):  # cleanup stopped after deleting 0..2: 3..6 remain below checkpoint 7
+    for v in range(3):  # cleanup stopped after deleting 0..2: 3..8 remain, up to checkpoint 8
         storage.store.delete(storage.log_file(_name(v)))
     report = check_table(uri, data_files=False)
     assert report.clean, report.findings

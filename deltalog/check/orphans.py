@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from deltalog.actions import Action, RemoveFile
+from deltalog.actions import Action
 from deltalog.check.findings import Findings
-from deltalog.file_actions import canonical_path
 from deltalog.logstores import FileStatus
 from deltalog.orphans import (
     CLOCK_SKEW_MS,
+    LaterCommits,
     Verdict,
     identifiable,
     judge,
@@ -34,8 +34,8 @@ class _Pending:
     version: int
     status: FileStatus
     actions: list[Action]
-    #: Canonical paths removed by the commits read after this one.
-    removed_later: set[str] = field(default_factory=set)
+    #: What the commits read after this one did.
+    later: LaterCommits = field(default_factory=LaterCommits)
     #: The last version read after it, while no version was missing.
     last: int = -1
     contiguous: bool = True
@@ -63,11 +63,8 @@ class OrphanChecks:
         self, version: int, status: FileStatus, actions: list[Action], *, applied: bool
     ) -> None:
         """Note a commit the walk read; ``applied``: replayed onto a state."""
-        removed = {
-            canonical_path(a.path, self.prefix) for a in actions if isinstance(a, RemoveFile)
-        }
         for pending in self._pending:
-            pending.removed_later |= removed
+            pending.later.note(actions, self.prefix)
             pending.contiguous &= version == pending.last + 1
             pending.last = version
         if not applied and identifiable(actions):
@@ -94,7 +91,7 @@ class OrphanChecks:
                 view,
                 self.prefix,
                 tombstones_kept=kept,
-                removed_later=pending.removed_later,
+                later=pending.later,
             )
             if verdict is Verdict.ORPHANED:
                 self.findings.report(
