@@ -214,13 +214,14 @@ def judge(
 
     ``LANDED`` when the checkpoint shows a trace only this commit leaves: one of its adds (with
     its size and modification time) live or as a tombstone, one of its removes as a tombstone
-    of the same time, its ``txn`` (version and time), its metadata, protocol or a domain as it
-    set them; also when the commit changes nothing a checkpoint shows. ``ORPHANED`` when it
-    shows the opposite: a file the commit removes still live, an app id's ``txn`` below the
-    commit's, or an add missing altogether while no tombstone can have expired
-    (``tombstones_kept``), unless a later commit (``later``) explains it by adding the file
-    again, writing the app id's ``txn`` again, or removing the added file. ``UNKNOWN``
-    otherwise.
+    of the same time, its ``txn`` (version and time). ``ORPHANED`` when it shows the
+    opposite: a file the commit removes still live, an app id's ``txn`` below the commit's, or
+    an add missing altogether while no tombstone can have expired (``tombstones_kept``),
+    unless a later commit (``later``) explains it by adding the file again, writing the app
+    id's ``txn`` again, or removing the added file. Without either, metadata, a protocol or a
+    domain as the commit set them count as ``LANDED`` (they may equal what the table had,
+    so they never outweigh a file), and so does a commit that changes nothing a checkpoint
+    shows. ``UNKNOWN`` otherwise.
 
     Args:
         actions: The commit's actions.
@@ -230,7 +231,7 @@ def judge(
             that happened after the commit.
         later: What the commits after this one up to the checkpoint did, when known.
     """
-    present = absent = False
+    present = absent = weak = False
     added = {file_key(a.path, a.dv_id, prefix) for a in actions if isinstance(a, AddFile)}
     later = later or LaterCommits()
     for action in actions:
@@ -258,18 +259,21 @@ def judge(
             if theirs is not None and theirs[0] < action.version:
                 absent = True
             elif theirs is not None and theirs[0] == action.version:
-                present |= None in (theirs[1], action.last_updated) or (
-                    theirs[1] == action.last_updated
-                )
+                if None in (theirs[1], action.last_updated):
+                    weak = True
+                else:
+                    present |= theirs[1] == action.last_updated
         elif isinstance(action, Metadata):
-            present |= view.metadata is not None and same_metadata(view.metadata, action)
+            weak |= view.metadata is not None and same_metadata(view.metadata, action)
         elif isinstance(action, Protocol):
-            present |= view.protocol is not None and same_protocol(view.protocol, action)
+            weak |= view.protocol is not None and same_protocol(view.protocol, action)
         elif isinstance(action, DomainMetadata) and not action.removed:
-            present |= view.domains.get(action.domain) == action.configuration
-    if present or not identifiable(actions):
+            weak |= view.domains.get(action.domain) == action.configuration
+    if present:
         return Verdict.LANDED
-    return Verdict.ORPHANED if absent else Verdict.UNKNOWN
+    if absent:
+        return Verdict.ORPHANED
+    return Verdict.LANDED if weak or not identifiable(actions) else Verdict.UNKNOWN
 
 
 def same_metadata(a: Metadata, b: Metadata) -> bool:

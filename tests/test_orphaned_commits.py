@@ -26,9 +26,10 @@ from deltalog import (
     SnapshotExpiredError,
     check_table,
 )
-from deltalog.actions import serialize_actions
+from deltalog.actions import Metadata, Protocol, RemoveFile, Txn, serialize_actions
 from deltalog.commit import make_commit_info
 from deltalog.logstores import FileAlreadyExistsError, FileStatus, LocalLogStore, LogStore
+from deltalog.orphans import CheckpointView, LaterCommits, Verdict, judge
 from deltalog.storage import TableStorage
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -326,3 +327,51 @@ def test_check_accepts_commits_below_a_checkpoint_that_holds_them(tmp_path: Any)
     report = check_table(uri, data_files=False)
     assert report.clean, report.findings
     assert "orphaned-commit" not in report.codes()
+
+
+# ---------------------------------------------------------------------- the judgement itself
+def _view(**changes: Any) -> CheckpointView:
+    fields: dict[str, Any] = {
+        "version": 3,
+        "live": {},
+        "tombstones": {},
+        "txns": {},
+        "metadata": Metadata(id="m", configuration={}),
+        "protocol": Protocol(1, 2),
+        "domains": {},
+    }
+    fields.update(changes)
+    return CheckpointView(**fields)
+
+
+def _judge(actions: list[Any], view: CheckpointView, **kw: Any) -> Verdict:
+    return judge(actions, view, "", tombstones_kept=kw.pop("kept", True), **kw)
+
+
+def test_judge_by_the_files_first() -> None:
+    add = one_row_add("a.parquet")
+    assert _judge([add], _view(live={"a.parquet": (1, 0)})) is Verdict.LANDED
+    assert _judge([add], _view(tombstones={"a.parquet": 5})) is Verdict.LANDED  # removed since
+    assert _judge([add], _view()) is Verdict.ORPHANED
+    assert _judge([add], _view(), kept=False) is Verdict.UNKNOWN  # its tombstone may be gone
+    later = LaterCommits(removed={"a.parquet"})
+    assert _judge([add], _view(), later=later) is Verdict.LANDED
+    # An overwrite that also restates the (unchanged) protocol: the files decide.
+    assert _judge([Protocol(1, 2), add], _view()) is Verdict.ORPHANED
+
+
+def test_judge_removes_txns_and_metadata() -> None:
+    remove = RemoveFile("f.parquet", deletion_timestamp=7)
+    assert _judge([remove], _view(tombstones={"f.parquet": 7})) is Verdict.LANDED
+    assert _judge([remove], _view(live={"f.parquet": (1, 0)})) is Verdict.ORPHANED
+    readded = LaterCommits(added={"f.parquet"})
+    assert _judge([remove], _view(live={"f.parquet": (1, 0)}), later=readded) is Verdict.UNKNOWN
+    txn = Txn("app", 5, last_updated=9)
+    assert _judge([txn], _view(txns={"app": (5, 9)})) is Verdict.LANDED
+    assert _judge([txn], _view(txns={"app": (4, 1)})) is Verdict.ORPHANED
+    assert _judge([Metadata(id="m", configuration={})], _view()) is Verdict.LANDED
+    assert _judge([Metadata(id="m", configuration={"k": "v"})], _view()) is Verdict.UNKNOWN
+    info = make_commit_info(
+        operation="VACUUM START", parameters={}, read_version=2, is_blind_append=True
+    )
+    assert _judge([info], _view()) is Verdict.LANDED  # nothing a checkpoint could show
