@@ -279,3 +279,21 @@ def test_object_store_read_back_after_already_taken_fails(
         assert err.value.version == 1
     monkeypatch.undo()
     assert DeltaTable(location.uri, storage_options=options).version() == 1
+
+
+def test_spark_staged_write_keeps_its_files_when_the_commit_may_have_landed(tmp_path: Any) -> None:
+    """Deleting them would break the commit if it did land: they stay for a later look."""
+    from deltalog.spark.write import StagedWrite
+
+    uri = _uri(tmp_path, "memory")
+    writer = _table(uri)
+    storage = writer._storage
+    storage.store.write(storage.data_file("a.parquet"), b"PAR1", overwrite=True)
+    storage.store = FailingStore(storage.store, "lost")
+    tx = writer.transaction()
+    add = one_row_add("a.parquet")
+    tx.add(add)
+    staged = StagedWrite(storage, [add], table=writer, tx=tx)
+    with pytest.raises(CommitStatusUnknownError):
+        staged.commit()
+    assert storage.store.exists(storage.data_file("a.parquet"))
