@@ -16,9 +16,15 @@ from typing import Any
 import orjson
 
 from deltalog import __version__
-from deltalog.actions import AddFile, CommitInfo, Txn
+from deltalog.actions import Action, AddFile, CommitInfo, Txn
+from deltalog.commit_outcome import confirm_in_history, resolve_failed_write
 from deltalog.config import log_retention_ms
-from deltalog.errors import InvalidInputError, SnapshotExpiredError, StorageError
+from deltalog.errors import (
+    InvalidInputError,
+    SnapshotExpiredError,
+    StorageConfigurationError,
+    StorageError,
+)
 from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
 from deltalog.paths import checkpoint_name, commit_name, parse_log_name
 from deltalog.storage import TableStorage, storage_errors
@@ -125,15 +131,24 @@ def try_write(
             checkpoint, and creating it again would put a commit below that checkpoint, where
             no reader looks. Callers skip the check only when cleanup cannot have reached the
             versions involved (:func:`cleanup_may_have_passed`) and they have not seen a
-            "not found" that the log may have moved past.
+            "not found" that the log may have moved past. The check and the create are
+            separate requests, so with the check the created commit is also confirmed to be
+            in the history readers rebuild (:func:`~deltalog.commit_outcome.confirm_in_history`).
 
     Returns:
-        ``True`` if this call created the file, ``False`` if another writer had.
+        ``True`` if this call created the file (and it is in the history), ``False`` if
+        another writer had. A write that raised but landed counts as created
+        (:func:`~deltalog.commit_outcome.resolve_failed_write`).
 
     Raises:
-        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup.
-        StorageError: The store failed otherwise.
+        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup, or
+            the commit was created below a checkpoint that does not hold it and withdrawn;
+            nothing was written.
+        CommitStatusUnknownError: The store failed in a way that leaves open whether the
+            commit landed.
+        StorageError: The store failed otherwise (nothing was written).
     """
+    since = now_ms()
     if version > 0 and check_previous and not _version_is_free(storage, version):
         return False
     try:
@@ -143,6 +158,13 @@ def try_write(
         return False
     except LogFileNotFoundError as exc:  # e.g. the bucket or container does not exist
         raise StorageError(f"cannot write commit {version}: {exc}") from exc
+    except StorageConfigurationError:  # refused before anything was sent
+        raise
+    except StorageError as exc:  # the write may have landed all the same
+        if not resolve_failed_write(storage, version, data, exc):
+            return False
+    if version > 0 and check_previous:
+        confirm_in_history(storage, version, data, since)
     return True
 
 
@@ -193,11 +215,12 @@ def _version_is_free(storage: TableStorage, version: int) -> bool:
 
 
 class LandedEarlier(Exception):
-    """The commit found at a version is this transaction's own: it landed there."""
+    """The commit found at a version is this transaction's own: it landed there (``actions``)."""
 
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int, actions: list[Action]) -> None:
         super().__init__(version)
         self.version = version
+        self.actions = actions
 
 
 class AlreadyCommitted(Exception):

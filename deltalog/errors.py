@@ -54,6 +54,7 @@
     │       └── UnsafeStorageError    no real compare-and-swap configured (s3:// without one)
     └── CommitFailedError             a commit did not land (``retryable``, ``conflict``)
         ├── CommitAttemptsExhaustedError   every attempt lost the race; the last winner is named
+        ├── CommitStatusUnknownError       the store failed mid-commit: it MAY have landed
         ├── SnapshotExpiredError           log cleanup removed the commits after this snapshot
         └── ConcurrentModificationError    a winning commit conflicts with this transaction
             ├── ProtocolChangedError          the winner changed the protocol
@@ -445,7 +446,7 @@ class UnsafeStorageError(StorageConfigurationError):
 
 
 class CommitFailedError(DeltaLogError):
-    """A commit did not land; nothing was written.
+    """A commit did not land; nothing was written (except :class:`CommitStatusUnknownError`).
 
     Attributes:
         retryable: Whether re-running the whole operation (new transaction, fresh reads) may
@@ -475,6 +476,27 @@ class CommitAttemptsExhaustedError(CommitFailedError):
         super().__init__(message, retryable=True, conflict=True)
         self.attempts = attempts
         self.last_version = last_version
+
+
+class CommitStatusUnknownError(CommitFailedError):
+    """The store failed while the commit was written, and whether it landed cannot be known.
+
+    Unlike every other :class:`CommitFailedError`, this one does not say that nothing was
+    written: the commit may be in the table's history. Look for ``txn_id`` in the
+    ``commitInfo.txnId`` of the table's history (``DeltaTable.history()``) from ``version`` on
+    before running the operation again, or make the write idempotent with
+    ``Transaction.set_transaction``. Not ``retryable``: re-running it blindly can commit the
+    same rows twice.
+
+    Attributes:
+        version: The version the commit was written at.
+        txn_id: The commit's ``commitInfo.txnId`` (``None`` if it has none).
+    """
+
+    def __init__(self, message: str, *, version: int, txn_id: str | None) -> None:
+        super().__init__(message, retryable=False, conflict=False)
+        self.version = version
+        self.txn_id = txn_id
 
 
 class SnapshotExpiredError(CommitFailedError):

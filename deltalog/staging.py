@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 
 import pyarrow.compute as pc
@@ -11,7 +12,12 @@ from deltalog import arrow_values as av
 from deltalog.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn
 from deltalog.column_mapping import is_mapped, physical_name
 from deltalog.conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
-from deltalog.errors import DuplicateFileError, InvalidInputError, PartitionValueError
+from deltalog.errors import (
+    DuplicateFileError,
+    FileNotInTableError,
+    InvalidInputError,
+    PartitionValueError,
+)
 from deltalog.file_actions import canonical_path, canonical_path_chunks, canonical_paths, file_key
 from deltalog.logstores import LogFileNotFoundError
 from deltalog.partitions import parse_partition_value
@@ -48,6 +54,57 @@ def drop_readds(
             del adds[key]
             del removes[remove_key]
             described.discard(key)
+
+
+def removes_for(
+    snapshot: Snapshot, paths: list[str], data_change: bool, prefix: str
+) -> list[RemoveFile]:
+    """``remove`` actions for live files of ``snapshot`` given by path, in the given order.
+
+    Raises:
+        FileNotInTableError: A path is not live in the snapshot.
+    """
+    files = snapshot.files
+    wanted = canonical_paths(av.strings(paths), prefix)
+    keys = canonical_path_chunks(files.column("path"), prefix)
+    rows = files.filter(pc.is_in(keys, value_set=wanted))
+    found = {canonical_path(p, prefix): i for i, p in enumerate(rows.column("path").to_pylist())}
+    for path, key in zip(paths, wanted.to_pylist(), strict=True):
+        if key not in found:
+            raise FileNotInTableError(
+                f"{path!r} is not a live file of the table at version {snapshot.version}",
+                path=path,
+            )
+    now = int(time.time() * 1000)
+    cols = rows.select(
+        [
+            "path",
+            "partition_values",
+            "size",
+            "deletion_vector",
+            "tags",
+            "stats",
+            "base_row_id",
+            "default_row_commit_version",
+        ]
+    )
+    by_key = {}
+    for row in cols.to_pylist():
+        dv = row["deletion_vector"]
+        by_key[canonical_path(row["path"], prefix)] = RemoveFile(
+            path=row["path"],
+            deletion_timestamp=now,
+            data_change=data_change,
+            extended_file_metadata=True,
+            partition_values=dict(row["partition_values"] or []),
+            size=row["size"],
+            tags=dict(row["tags"]) if row["tags"] else None,
+            deletion_vector={k: v for k, v in dv.items() if v is not None} if dv else None,
+            stats=row["stats"],
+            base_row_id=row["base_row_id"],
+            default_row_commit_version=row["default_row_commit_version"],
+        )
+    return [by_key[k] for k in wanted.to_pylist()]
 
 
 def check_removes_everything(

@@ -6,8 +6,10 @@ the commit once and creates ``_delta_log/<read version + 1>.json`` through the l
 another writer created that version first, the winners are read one by one and checked against
 this transaction (:mod:`deltalog.conflicts`, and against vacuums: :mod:`deltalog.vacuum_fence`);
 if none conflicts, the same bytes are tried at the next free version, after a backoff
-(:class:`~deltalog.commit.RetryPolicy`). A commit therefore either lands exactly once or
-raises, and a raise writes nothing.
+(:class:`~deltalog.commit.RetryPolicy`). When log cleanup removed the winners, only a blind
+append goes on, after the head (:mod:`deltalog.rebase`). A commit therefore either lands exactly
+once, in the history readers rebuild, or raises, and a raise writes nothing (except
+``CommitStatusUnknownError``: the commit may have landed).
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from typing import Any, TypeAlias
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from deltalog import arrow_values as av
 from deltalog.actions import (
     Action,
     AddCDCFile,
@@ -33,6 +33,7 @@ from deltalog.actions import (
     Protocol,
     RemoveFile,
     Txn,
+    serialize_actions,
 )
 from deltalog.checksum import write_checksum_after
 from deltalog.commit import (
@@ -48,6 +49,7 @@ from deltalog.commit import (
     write_metrics,
 )
 from deltalog.commit_layout import CommitLayout
+from deltalog.commit_outcome import confirm_in_history
 from deltalog.conflicts import ISOLATION_LEVELS, TransactionReads, WinningCommit, check_winner
 from deltalog.data_files import describe, expand
 from deltalog.errors import (
@@ -55,14 +57,13 @@ from deltalog.errors import (
     CommitAttemptsExhaustedError,
     ConcurrentModificationError,
     DuplicateFileError,
-    FileNotInTableError,
     InvalidInputError,
+    SnapshotExpiredError,
     TransactionClosedError,
 )
 from deltalog.features import check_writable
 from deltalog.file_actions import (
     canonical_path,
-    canonical_path_chunks,
     canonical_paths,
     file_key,
     scheme_prefix,
@@ -71,6 +72,7 @@ from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import check_action_path, commit_name
 from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
+from deltalog.rebase import head_for_blind_append
 from deltalog.replay import advance, read_commit
 from deltalog.schema import StructType
 from deltalog.snapshot import Snapshot
@@ -81,6 +83,7 @@ from deltalog.staging import (
     drop_readds,
     find_txn_commit,
     isolation_level,
+    removes_for,
     replaced_sizes,
 )
 from deltalog.storage import TableStorage
@@ -421,50 +424,7 @@ class Transaction:
         return out
 
     def _removes_for(self, paths: list[str], data_change: bool) -> list[RemoveFile]:
-        files = self._snapshot.files
-        wanted = canonical_paths(av.strings(paths), self._prefix)
-        keys = canonical_path_chunks(files.column("path"), self._prefix)
-        rows = files.filter(pc.is_in(keys, value_set=wanted))
-        found = {
-            canonical_path(p, self._prefix): i
-            for i, p in enumerate(rows.column("path").to_pylist())
-        }
-        for path, key in zip(paths, wanted.to_pylist(), strict=True):
-            if key not in found:
-                raise FileNotInTableError(
-                    f"{path!r} is not a live file of the table at version {self.read_version}",
-                    path=path,
-                )
-        now = now_ms()
-        cols = rows.select(
-            [
-                "path",
-                "partition_values",
-                "size",
-                "deletion_vector",
-                "tags",
-                "stats",
-                "base_row_id",
-                "default_row_commit_version",
-            ]
-        )
-        by_key = {}
-        for row in cols.to_pylist():
-            dv = row["deletion_vector"]
-            by_key[canonical_path(row["path"], self._prefix)] = RemoveFile(
-                path=row["path"],
-                deletion_timestamp=now,
-                data_change=data_change,
-                extended_file_metadata=True,
-                partition_values=dict(row["partition_values"] or []),
-                size=row["size"],
-                tags=dict(row["tags"]) if row["tags"] else None,
-                deletion_vector={k: v for k, v in dv.items() if v is not None} if dv else None,
-                stats=row["stats"],
-                base_row_id=row["base_row_id"],
-                default_row_commit_version=row["default_row_commit_version"],
-            )
-        return [by_key[k] for k in wanted.to_pylist()]
+        return removes_for(self._snapshot, paths, data_change, self._prefix)
 
     def update_metadata(
         self,
@@ -563,9 +523,13 @@ class Transaction:
             ConcurrentModificationError: A winning commit conflicts (one of the subclasses), or
                 a vacuum running in the snapshot may delete an added file (ConcurrentVacuumError).
             CommitAttemptsExhaustedError: Every attempt lost the race.
+            SnapshotExpiredError: Log cleanup removed the commits after the snapshot, and the
+                transaction is not a blind append (nothing was written).
+            CommitStatusUnknownError: The store failed so that whether the commit landed
+                cannot be told (it may have).
             InvalidInputError: The staged changes are refused (nothing was written).
             TransactionClosedError: The transaction already committed or failed.
-            StorageError: The log store failed.
+            StorageError: The log store failed (nothing was written).
         """
         self._check_open()
         try:
@@ -611,18 +575,25 @@ class Transaction:
             engine_info=self._engine_info,
             user_metadata=self._user_metadata,
         )
+        staged = (info, actions)
         layout = CommitLayout(snap, info, actions)
         reads: TransactionReads | None = None
         winners: list[tuple[int, list[Action], int]] = []
-        version = snap.version + 1
+        version, started = snap.version + 1, now_ms()
         while True:
             self.attempts += 1
             info, actions, data = layout.build(version)  # again after a lost race
             # Also after a lost race: the catch-up's "not found" for a version does not mean
             # it is free when cleanup may have deleted it during the back-off.
             check_previous = cleanup_may_have_passed(snap.timestamp, snap.configuration)
-            if try_write(self._storage, version, data, check_previous=check_previous):
-                break
+            try:
+                if try_write(self._storage, version, data, check_previous=check_previous):
+                    break
+            except SnapshotExpiredError as expired:  # nothing was written
+                snap, layout = self._to_head(snap, expired, staged)
+                version, reads, replaced = snap.version + 1, None, None
+                winners.clear()
+                continue
             if self.attempts >= self._retry.max_attempts:
                 raise CommitAttemptsExhaustedError(
                     f"gave up after {self.attempts} attempts: version {version} was taken by "
@@ -641,8 +612,16 @@ class Transaction:
             except LandedEarlier as landed:
                 # The store said "taken", but the commit there is this one (an attempt whose
                 # reply was lost landed after all): it is committed, once, as laid out there.
-                version = landed.version
-                ours = read_commit(self._storage, commit_name(version), version)
+                version, ours = landed.version, landed.actions
+                try:
+                    if check_previous:
+                        data = serialize_actions(ours)
+                        confirm_in_history(self._storage, version, data, started)
+                except SnapshotExpiredError as expired:  # withdrawn: nothing was written
+                    snap, layout = self._to_head(snap, expired, staged)
+                    version, reads, replaced = snap.version + 1, None, None
+                    winners.clear()
+                    continue
                 info = next((a for a in ours if isinstance(a, CommitInfo)), info)
                 actions = [a for a in ours if not isinstance(a, CommitInfo)]
                 break
@@ -679,7 +658,7 @@ class Transaction:
                 return version
             winner = WinningCommit.from_actions(version, actions)
             if txn_id is not None and winner.commit_info.get("txnId") == txn_id:
-                raise LandedEarlier(version)
+                raise LandedEarlier(version, actions)
             theirs = {t.app_id: t for t in winner.txns}
             if self._txns and all(txn_covers(theirs.get(a), t) for a, t in self._txns.items()):
                 winners.append((version, actions, now_ms()))
@@ -743,6 +722,20 @@ class Transaction:
         actions += self._adds.values()
         actions += self._cdc
         return actions
+
+    def _to_head(
+        self, snap: Snapshot, expired: SnapshotExpiredError, staged: tuple[CommitInfo, list[Action]]
+    ) -> tuple[Snapshot, CommitLayout]:
+        """Move a blind append past commits log cleanup removed (see :mod:`deltalog.rebase`).
+
+        Raises:
+            SnapshotExpiredError: ``expired``, for anything but such a blind append.
+        """
+        changes = self._txns or self._domains or self._metadata or self._protocol
+        if self.attempts >= self._retry.max_attempts or changes or not self._is_blind_append():
+            raise expired
+        snap = self._snapshot = head_for_blind_append(self._storage, snap, expired)
+        return snap, CommitLayout(snap, *staged)
 
     def _is_blind_append(self) -> bool:
         reads = bool(self._predicates or self._read)

@@ -14,7 +14,8 @@ The whole ``_delta_log`` is listed and walked version by version:
 4. Every checkpoint is read and compared with that replayed state: protocol, metadata, app
    ids, domains, live files with their sizes and partition values (:mod:`deltalog.check.state`).
    ``_last_checkpoint`` must parse and agree with the checkpoint it names
-   (:mod:`deltalog.check.checkpoints`).
+   (:mod:`deltalog.check.checkpoints`). A commit below the oldest checkpoint (not replayed)
+   must be held by the next checkpoint, else it is a lost commit (:mod:`deltalog.check.orphans`).
 5. Every live data file exists with the logged size; files under the table root that nothing
    references, and temp files in the log, are reported as orphans (:mod:`deltalog.check.files`).
 

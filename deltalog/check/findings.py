@@ -24,6 +24,7 @@ CODES: dict[str, tuple[Severity, str]] = {
         "a commit is missing after the oldest retained checkpoint, or between two commits",
     ),
     "missing-history": ("error", "no checkpoint covers the versions before the first commit"),
+    "orphaned-commit": ("error", "a commit below a checkpoint that never held it (lost)"),
     "malformed-commit": ("error", "a commit line is not UTF-8, JSON, or a valid action"),
     "empty-commit": ("error", "a commit file holds no action (0 bytes): a lost write"),
     "multiple-metadata": ("error", "a commit has more than one metaData action"),

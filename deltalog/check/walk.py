@@ -11,6 +11,7 @@ from deltalog.check.checksums import SIZE_CHECKS, check_checksum
 from deltalog.check.files import FileChecks
 from deltalog.check.findings import CheckReport, Findings
 from deltalog.check.lost_commits import empty_commit, gaps_below_checkpoint
+from deltalog.check.orphans import OrphanChecks
 from deltalog.check.state import TableState, compare_checkpoint
 from deltalog.errors import MalformedCommitError, TableNotFoundError
 from deltalog.logstores import FileStatus, LogFileNotFoundError
@@ -64,6 +65,7 @@ class _Walk:
         self.checks = ActionChecks(storage.root, self.findings)
         self.checkpoints = CheckpointChecks(storage, self.checks)
         self.files = FileChecks(storage, self.findings)
+        self.orphans = OrphanChecks(storage, self.checks.prefix, self.findings)
         self.checked = {"commits": 0, "checkpoints": 0, "actions": 0}
         self.crcs: dict[int, str] = {}
         self.size_checked: set[int] = set()
@@ -150,6 +152,8 @@ class _Walk:
             status = commits.get(version)
             if status is not None:
                 actions = self._read_commit(version, status.name)
+                if actions is not None:
+                    self.orphans.commit_read(version, status, actions, applied=state is not None)
                 if actions is None:
                     state = None
                 elif state is not None:
@@ -169,6 +173,8 @@ class _Walk:
                     compare_checkpoint(
                         version, state, loaded.state, self.findings, same_files=loaded.same_files
                     )
+            if loaded_any:
+                self.orphans.checkpoint_loaded(version, checkpoints[version])
             if status is None and not loaded_any:
                 state = None  # neither the commit nor a checkpoint gives this version
             crc = self.crcs.get(version)

@@ -35,6 +35,7 @@ from deltalog.commit import make_commit_info, now_ms, num_records, try_write, wr
 from deltalog.config import num_indexed_cols
 from deltalog.errors import (
     AppendOnlyError,
+    CommitStatusUnknownError,
     ConstraintViolationError,
     InvalidInputError,
     InvalidOptionError,
@@ -178,8 +179,9 @@ class StagedWrite:
                 failure.
             CommitFailedError: Every attempt lost the race.
             TransactionClosedError: Already committed or aborted.
-            StorageError: The log store failed; the files are kept, since the commit may have
-                landed.
+            CommitStatusUnknownError: The store failed mid-commit and the commit may have
+                landed; the files are kept.
+            StorageError: The log store failed; the files are kept.
         """
         if self._finished:
             raise TransactionClosedError("this staged write was already committed or aborted")
@@ -196,7 +198,7 @@ class StagedWrite:
                 assert self._tx is not None
                 version = self._tx.commit()
                 no_op = self._tx.no_op
-        except StorageError:
+        except (StorageError, CommitStatusUnknownError):
             raise  # the commit may have landed: its files must stay
         except Exception:
             self._delete_files()  # refused or lost: nothing refers to the files

@@ -1,0 +1,28 @@
+"""Black box: writer processes racing log cleanup lose no acknowledged append (issue 29).
+
+A small run of ``cleanup_race`` (see there): 4 processes x 60 blind appends on local disk with
+no log retention and a checkpoint every 2 versions, so that cleanup runs between almost every
+two commits. The acceptance runs (4 x 300 three times, 2 x 100 on S3 and S3 + DynamoDB) are
+``scripts/cleanup_race.py``. The exact interleaving that used to lose a commit is reproduced
+deterministically in ``test_orphaned_commits.py``; this run checks the whole path end to end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cleanup_race
+import pytest
+
+
+@pytest.mark.timeout(180)
+def test_four_processes_appending_while_cleanup_runs_lose_nothing(tmp_path: Path) -> None:
+    outcome = cleanup_race.run(str(tmp_path / "t"), writers=4, appends=60, timeout=170)
+    assert not outcome.missing and not outcome.twice, outcome.line() + f" {outcome.missing[:5]}"
+    # A background checkpoint can move _last_checkpoint back to a checkpoint another writer's
+    # cleanup just deleted (its read-then-write is not atomic): a warning about the checkpoint
+    # pointer, not about commits, so it is left out here.
+    findings = [f for f in outcome.findings if "last-checkpoint-mismatch" not in f]
+    assert not findings, findings[:5]
+    assert not outcome.unknown, outcome.unknown[:3]
+    assert outcome.acknowledged == 240 and outcome.version == 240, outcome.line()
