@@ -10,7 +10,7 @@ Build predicates with :func:`col`::
     col("region").isin(["eu", "us"]) & (col("day") >= 10)
     (col("y") < 2020) | col("y").is_null()
 
-or pass the shorthand forms :func:`as_predicate` accepts: SQL text such as
+or pass the shorthand forms :func:`deltalog.predicate_input.as_predicate` accepts: SQL text such as
 ``"date = '2024-01-01' AND region IN ('eu', 'us')"`` (see :mod:`deltalog.predicate_sql`),
 ``{"date": "2024-01-01"}`` (AND of equalities, ``None`` meaning IS NULL), a list of
 ``(column, op, value)`` tuples (AND), or a list of such lists (OR of ANDs), as in pyarrow's and
@@ -29,7 +29,7 @@ import decimal
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,7 +43,7 @@ from deltalog.errors import InvalidPredicateError, PartitionValueError
 from deltalog.partitions import parse_partition_value
 from deltalog.schema import StructType
 
-_COMPARE = {
+COMPARE_KERNELS = {
     "=": "equal",
     "!=": "not_equal",
     "<": "less",
@@ -51,7 +51,7 @@ _COMPARE = {
     ">": "greater",
     ">=": "greater_equal",
 }
-_ALIASES = {"==": "=", "<>": "!="}
+OPERATOR_ALIASES = {"==": "=", "<>": "!="}
 
 
 class Predicate(abc.ABC):
@@ -111,7 +111,7 @@ class Comparison(Predicate):
         literal = _literal(self.value, values.type, self.column)
         if literal is None:  # comparing with NULL is unknown
             return pa.nulls(table.num_rows, pa.bool_())
-        return pc.call_function(_COMPARE[self.op], [values, literal])
+        return pc.call_function(COMPARE_KERNELS[self.op], [values, literal])
 
     def __str__(self) -> str:
         return f"{_name(self.column)} {self.op} {_sql(self.value)}"
@@ -269,70 +269,6 @@ class Column:
 def col(name: str) -> Column:
     """The partition column ``name``, to build a :class:`Predicate` from."""
     return Column(name)
-
-
-Filters: TypeAlias = Sequence[tuple[str, str, Any]] | Sequence[Sequence[tuple[str, str, Any]]]
-PredicateLike: TypeAlias = Predicate | str | Mapping[str, Any] | Filters
-
-
-def as_predicate(given: PredicateLike) -> Predicate:
-    """Turn any accepted predicate form into a :class:`Predicate`.
-
-    Raises:
-        InvalidPredicateError: The form or an operator is not recognised, or SQL text does not
-            parse.
-    """
-    if isinstance(given, Predicate):
-        return given
-    if isinstance(given, Column):
-        raise InvalidPredicateError(f"{given.name!r} is a column, not a predicate")
-    if isinstance(given, str):
-        from deltalog.predicate_sql import parse_predicate  # the parser builds these classes
-
-        return parse_predicate(given)
-    if isinstance(given, Mapping):
-        terms: list[Predicate] = [col(str(k)) == v for k, v in given.items()]
-        return _fold(terms, And) if terms else TRUE
-    if isinstance(given, bytes) or not isinstance(given, Sequence):
-        raise InvalidPredicateError(f"not a predicate: {given!r}")
-    if not given:
-        return TRUE
-    if all(_is_term(t) for t in given):
-        return _fold([_term(t) for t in given], And)
-    groups = []
-    for group in given:
-        if isinstance(group, (str, bytes)) or not isinstance(group, Sequence) or not group:
-            raise InvalidPredicateError(f"not a list of (column, op, value) tuples: {group!r}")
-        if not all(_is_term(t) for t in group):
-            raise InvalidPredicateError(f"not a list of (column, op, value) tuples: {group!r}")
-        groups.append(_fold([_term(t) for t in group], And))
-    return _fold(groups, Or)
-
-
-def _is_term(t: object) -> bool:
-    return isinstance(t, tuple) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
-
-
-def _term(t: Any) -> Predicate:
-    name, op, value = t
-    op = _ALIASES.get(op.strip().lower(), op.strip().lower())
-    column = col(name)
-    if op in _COMPARE:
-        if value is None and op in ("=", "!="):
-            return column == None if op == "=" else column != None  # noqa: E711
-        return Comparison(name, op, value)
-    if op in ("in", "not in"):
-        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-            raise InvalidPredicateError(f"{op!r} needs a list of values, got {value!r}")
-        return In(name, tuple(value), negated=op == "not in")
-    raise InvalidPredicateError(f"unknown operator {t[1]!r} in {t!r}")
-
-
-def _fold(terms: list[Predicate], cls: type[And] | type[Or]) -> Predicate:
-    out = terms[0]
-    for term in terms[1:]:
-        out = cls(out, term)
-    return out
 
 
 def validate(predicate: Predicate, schema: StructType, partition_columns: Sequence[str]) -> None:

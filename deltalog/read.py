@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 from deltalog.deletion_vectors import live_mask, read_deletion_vector
 from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.predicates import Predicate, PredicateLike, as_predicate, matches, partition_table
+from deltalog.predicate_input import PredicateLike, as_predicate
+from deltalog.predicates import Predicate, matches, partition_table
 from deltalog.schema import ArrayType, DataType, MapType, StructField, StructType, type_to_arrow
 from deltalog.snapshot import Snapshot
 from deltalog.storage import TableStorage, storage_errors

@@ -38,13 +38,8 @@ from deltalog.file_stats import flatten_stats as flatten
 from deltalog.history import commit_ict, read_history
 from deltalog.maintenance import Maintenance
 from deltalog.partitions import check_partition_columns
-from deltalog.predicates import (
-    Predicate,
-    PredicateLike,
-    as_predicate,
-    matches,
-    partition_table,
-)
+from deltalog.predicate_input import PredicateLike, as_predicate
+from deltalog.predicates import Predicate, matches, partition_table
 from deltalog.properties import canonical_properties, check_properties
 from deltalog.property_keys import TableProperties
 from deltalog.read import read_rows

@@ -70,7 +70,8 @@ from deltalog.file_actions import (
 )
 from deltalog.logstores import FileStatus, LogFileNotFoundError
 from deltalog.paths import check_action_path, commit_name
-from deltalog.predicates import TRUE, PredicateLike, as_predicate, matches, partition_table
+from deltalog.predicate_input import PredicateLike, as_predicate
+from deltalog.predicates import TRUE, matches, partition_table
 from deltalog.predicates import validate as validate_predicate
 from deltalog.rebase import head_for_blind_append
 from deltalog.replay import advance, read_commit

@@ -20,7 +20,8 @@ from tableutil import write_parquet
 
 from deltalog import DeltaTable, InvalidPredicateError, col
 from deltalog.file_stats import flatten_stats
-from deltalog.predicates import as_predicate, matches
+from deltalog.predicate_input import as_predicate
+from deltalog.predicates import matches
 
 GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "delta-golden"
 UTC = dt.UTC

@@ -61,7 +61,8 @@ from deltalog.errors import (
     ConcurrentModificationError,
 )
 from deltalog.logstores import LogFileNotFoundError, MemoryLogStore
-from deltalog.predicates import PredicateLike, col
+from deltalog.predicate_input import PredicateLike
+from deltalog.predicates import col
 from deltalog.transaction import Transaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])

@@ -384,7 +384,7 @@ def test_json_statistics_are_typed_once_and_their_json_not_kept(
     """Without stats_parsed, typed statistics parse the checkpoint's JSON batch by batch."""
     import deltalog.parsed_stats as ps
     from deltalog.file_stats import flatten_stats
-    from deltalog.predicates import as_predicate
+    from deltalog.predicate_input import as_predicate
     from deltalog.skipping import prune_files
 
     reads: list[object] = []

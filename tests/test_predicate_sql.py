@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.errors import InvalidPredicateError
+from deltalog.predicate_input import as_predicate
 from deltalog.predicate_sql import parse_predicate
 from deltalog.predicates import (
     And,
@@ -28,7 +29,6 @@ from deltalog.predicates import (
     Not,
     Or,
     Predicate,
-    as_predicate,
     col,
     matches,
     partition_table,

@@ -13,7 +13,8 @@ import pytest
 from tableutil import write_parquet
 
 from deltalog import ConcurrentAppendError, DeltaTable, InvalidPredicateError
-from deltalog.predicates import TRUE, as_predicate
+from deltalog.predicate_input import as_predicate
+from deltalog.predicates import TRUE
 from deltalog.spark.replace_data import (
     _ReadPlan,
     check_predicate_columns,

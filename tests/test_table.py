@@ -27,7 +27,8 @@ from deltalog import (
 )
 from deltalog.file_actions import FILES_SCHEMA
 from deltalog.partitions import hive_partition_dir
-from deltalog.predicates import as_predicate, col
+from deltalog.predicate_input import as_predicate
+from deltalog.predicates import col
 from deltalog.table import AppendOnlyError, DuplicateFileError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int32())])

@@ -49,6 +49,7 @@ from deltalog.errors import (
     TransactionClosedError,
 )
 from deltalog.paths import decode_path
+from deltalog.predicate_input import PredicateLike, as_predicate
 from deltalog.predicates import (
     And,
     Comparison,
@@ -57,8 +58,6 @@ from deltalog.predicates import (
     Not,
     Or,
     Predicate,
-    PredicateLike,
-    as_predicate,
     matches,
     partition_table,
     validate,
@@ -296,7 +295,7 @@ def write(
         partition_by: Partition columns of a new table; for an existing table, empty or the
             table's own (other columns only with ``overwriteSchema`` in overwrite mode).
         replace_where: ``replaceWhere``, also as a :class:`~deltalog.predicates.Predicate` or
-            any form :func:`deltalog.predicates.as_predicate` accepts. On data columns, the
+            any form :func:`deltalog.predicate_input.as_predicate` accepts. On data columns, the
             files holding matching rows are rewritten without them (see
             :mod:`deltalog.spark.replace_data`).
         partition_overwrite_mode: ``partitionOverwriteMode``.
