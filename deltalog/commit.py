@@ -7,7 +7,6 @@ do when it reports that another writer got the version first.
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import orjson
 
 from deltalog import __version__
 from deltalog.actions import Action, AddFile, CommitInfo, Txn
+from deltalog.clock import now_ms
 from deltalog.commit_outcome import confirm_in_history, resolve_failed_write
 from deltalog.config import log_retention_ms
 from deltalog.errors import (
@@ -30,11 +30,6 @@ from deltalog.paths import checkpoint_name, commit_name, parse_log_name
 from deltalog.storage import TableStorage, storage_errors
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
-
-
-def now_ms() -> int:
-    """Wall-clock time in milliseconds since the epoch, as the log records it."""
-    return int(time.time() * 1000)
 
 
 def make_commit_info(

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from deltalog.actions import Action, CommitInfo, Metadata
-from deltalog.commit import now_ms
+from deltalog.clock import now_ms
 
 ENABLE = "delta.enableInCommitTimestamps"
 ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"

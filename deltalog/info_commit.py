@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from deltalog import in_commit_timestamps as ict
 from deltalog.actions import Action, serialize_actions
 from deltalog.checksum import write_checksum_after
+from deltalog.clock import now_ms
 from deltalog.commit import (
     RetryPolicy,
     cleanup_may_have_passed,
     make_commit_info,
-    now_ms,
     try_write,
 )
 from deltalog.errors import CommitAttemptsExhaustedError

@@ -14,7 +14,7 @@ import logging
 import threading
 
 from deltalog.checkpointing import write_snapshot_checkpoint
-from deltalog.commit import now_ms
+from deltalog.clock import now_ms
 from deltalog.config import checkpoint_interval, expired_log_cleanup, log_retention_ms
 from deltalog.property_keys import TableProperties
 from deltalog.retention import run_cleanup

@@ -18,8 +18,9 @@ from deltalog.actions import Metadata, Protocol, serialize_actions
 from deltalog.checkpointing import write_snapshot_checkpoint
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.checksum import write_first_checksum
+from deltalog.clock import now_ms
 from deltalog.column_mapping import map_new_columns
-from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, now_ms, try_write
+from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
 from deltalog.data_files import data_schemas, expand
 from deltalog.errors import (
     AppendOnlyError,

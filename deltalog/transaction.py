@@ -36,6 +36,7 @@ from deltalog.actions import (
     serialize_actions,
 )
 from deltalog.checksum import write_checksum_after
+from deltalog.clock import now_ms
 from deltalog.commit import (
     ENGINE_INFO,
     AlreadyCommitted,
@@ -43,7 +44,6 @@ from deltalog.commit import (
     RetryPolicy,
     cleanup_may_have_passed,
     make_commit_info,
-    now_ms,
     try_write,
     txn_covers,
     write_metrics,

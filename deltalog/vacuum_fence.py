@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from deltalog.actions import AddFile, Txn
-from deltalog.commit import now_ms
+from deltalog.clock import now_ms
 from deltalog.conflicts import WinningCommit
 from deltalog.errors import ConcurrentVacuumError, DataFileNotFoundError
 from deltalog.file_actions import canonical_path

@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from deltalog import vacuum_fence
 from deltalog.actions import Action, AddFile, Txn
-from deltalog.commit import RetryPolicy, now_ms
+from deltalog.clock import now_ms
+from deltalog.commit import RetryPolicy
 from deltalog.errors import ConcurrentVacuumError
 from deltalog.info_commit import commit_info_only
 from deltalog.logstores import LogFileNotFoundError

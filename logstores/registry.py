@@ -27,8 +27,8 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 BUILTIN_STORES: dict[str, tuple[str, str | None]] = {
     "file": (f"{_PACKAGE}.local:LocalLogStore", None),
     "memory": (f"{_PACKAGE}.memory:MemoryLogStore", None),
-    "s3": (f"{_PACKAGE}.s3:S3LogStore", "s3"),
-    "s3a": (f"{_PACKAGE}.s3:S3LogStore", "s3"),
+    "s3": (f"{_PACKAGE}.s3_open:S3Stores", "s3"),
+    "s3a": (f"{_PACKAGE}.s3_open:S3Stores", "s3"),
     "gs": (f"{_PACKAGE}.gcs:GCSLogStore", "gcs"),
     "az": (f"{_PACKAGE}.azure:AzureLogStore", "azure"),
     "abfs": (f"{_PACKAGE}.azure:AzureLogStore", "azure"),

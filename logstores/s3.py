@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -43,7 +43,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from .base import FileStatus, LogStore
+from .base import FileStatus
 from .errors import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
@@ -56,7 +56,7 @@ from .errors import (
     UnsafeStoreConfigurationError,
 )
 from .object_store import ObjectLogStore
-from .options import StoreOptions, redact_uri, split_bucket_url
+from .options import StoreOptions
 from .retry import StoreRetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
@@ -328,34 +328,6 @@ class S3LogStore(ObjectLogStore):
         self.client = client
         self.bucket = bucket
         self.create_mode = create_mode
-
-    @classmethod
-    def from_uri(cls, uri: str, options: Mapping[str, str]) -> tuple[LogStore, str]:
-        """Build the store for ``s3://bucket/path`` from ``storage_options``.
-
-        Raises:
-            UnsafeStoreConfigurationError: No commit protocol is configured.
-            StoreConfigurationError: Bad or conflicting options.
-        """
-        prefix, bucket, key = split_bucket_url(uri)
-        opts = StoreOptions(options, "s3.", KNOWN_OPTIONS)
-        protocol = commit_protocol_from_options(opts)
-        connection = connection_from_options(opts)
-        retry = StoreRetryPolicy(max_attempts=opts.get_int("s3.max_attempts", default=8, minimum=1))
-        root = prefix + key if key else prefix.rstrip("/")
-        client = connection.client("s3")
-        if protocol == DYNAMODB:
-            from .dynamodb import S3DynamoDBLogStore
-
-            objects = cls(client, prefix, bucket, create_mode="check-then-put", retry=retry)
-            return S3DynamoDBLogStore.from_options(objects, opts, connection), root
-        if protocol == UNSAFE_SINGLE_WRITER:
-            log.warning(
-                "%s: s3.commit_protocol=unsafe-single-writer; concurrent writers can lose commits",
-                redact_uri(uri),
-            )
-            return cls(client, prefix, bucket, create_mode="check-then-put", retry=retry), root
-        return cls(client, prefix, bucket, retry=retry), root
 
     def _put(self, key: str, data: bytes, *, if_absent: bool) -> None:
         where = self.path_of(key)

@@ -283,7 +283,7 @@ def test_object_store_read_back_after_already_taken_fails(
 
 def test_spark_staged_write_keeps_its_files_when_the_commit_may_have_landed(tmp_path: Any) -> None:
     """Deleting them would break the commit if it did land: they stay for a later look."""
-    from deltalog.spark.write import StagedWrite
+    from deltalog.spark.staged import StagedWrite
 
     uri = _uri(tmp_path, "memory")
     writer = _table(uri)

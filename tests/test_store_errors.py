@@ -50,6 +50,7 @@ from deltalog.logstores.object_store import ObjectLogStore
 from deltalog.logstores.ranged_reader import RangedReader, open_ranged
 from deltalog.logstores.retry import StoreRetryPolicy, call_with_retries
 from deltalog.logstores.s3 import S3LogStore
+from deltalog.logstores.s3_open import S3Stores
 
 FAST = StoreRetryPolicy(max_attempts=4, base_delay=0.001, max_delay=0.002)
 DATA = b'{"commitInfo":{"txnId":"ours"}}\n'
@@ -95,7 +96,7 @@ def methods(requests_: list[Recorded]) -> list[str]:
 
 
 def s3_store(endpoint: str) -> S3LogStore:
-    store, _ = S3LogStore.from_uri(
+    store, _ = S3Stores.from_uri(
         "s3://bkt/t",
         {
             "s3.endpoint": endpoint,
@@ -400,7 +401,7 @@ def test_s3_connection_refused_is_unavailable_after_retries() -> None:
 
 
 def test_s3_missing_bucket_on_moto(moto_server: harness.ServerProcess) -> None:
-    store, root = S3LogStore.from_uri(
+    store, root = S3Stores.from_uri(
         f"s3://missing-{uuid.uuid4().hex[:10]}/t",
         {
             "s3.endpoint": moto_server.endpoint,

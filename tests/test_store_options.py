@@ -48,6 +48,7 @@ from deltalog.logstores.s3 import (
     commit_protocol_from_options,
     connection_from_options,
 )
+from deltalog.logstores.s3_open import S3Stores
 
 SECRET = "SECRET-xyz"
 SESSION_SECRET = "SECRET-session-xyz"
@@ -95,7 +96,7 @@ def _protocol(options: dict[str, str]) -> str:
 
 
 def _s3(uri: str, options: dict[str, str]) -> S3LogStore:
-    store, _ = S3LogStore.from_uri(uri, options)
+    store, _ = S3Stores.from_uri(uri, options)
     assert isinstance(store, S3LogStore)
     return store
 
@@ -167,7 +168,7 @@ def test_no_commit_protocol_writes_nothing(
     options = {"s3.endpoint": moto_server.endpoint, "s3.region": "us-east-1", **harness.AWS_KEYS}
     uri = f"s3://{moto_bucket}/table"
     with pytest.raises(UnsafeStoreConfigurationError):
-        S3LogStore.from_uri(uri, options)
+        S3Stores.from_uri(uri, options)
     with pytest.raises(UnsafeStoreConfigurationError):
         open_store(uri, options)
     with pytest.raises(StorageError) as info:
@@ -317,7 +318,7 @@ def test_dynamodb_protocol_builds_the_coordinated_store(
 @pytest.mark.parametrize("key", ["s3.xyz", "S3.XYZ", "s3.dynamodb.xyz", "s3.secret_acess_key"])
 def test_unknown_s3_option_is_refused_and_named(key: str) -> None:
     with pytest.raises(StoreConfigurationError) as info:
-        S3LogStore.from_uri("s3://bkt/t", {**CONDITIONAL, key: SECRET})
+        S3Stores.from_uri("s3://bkt/t", {**CONDITIONAL, key: SECRET})
     assert key.lower() in str(info.value)
     assert not isinstance(info.value, UnsafeStoreConfigurationError)
     _no_secret(info.value)
@@ -356,7 +357,7 @@ def test_options_of_other_stores_and_libraries_are_ignored(scripted: ScriptedSer
 def test_bad_values_are_refused(options: dict[str, str], named: str) -> None:
     merged = {**BASE, "s3.secret_access_key": SECRET, "s3.access_key_id": "AKID", **options}
     with pytest.raises(StoreConfigurationError) as info:
-        S3LogStore.from_uri("s3://bkt/t", merged)
+        S3Stores.from_uri("s3://bkt/t", merged)
     assert not isinstance(info.value, UnsafeStoreConfigurationError)
     assert named in str(info.value)
     _no_secret(info.value)
@@ -516,7 +517,7 @@ def test_credentials_from_the_environment(
     ],
 )
 def test_s3_urls(uri: str, prefix: str, root: str) -> None:
-    store, got_root = S3LogStore.from_uri(uri, BASE)
+    store, got_root = S3Stores.from_uri(uri, BASE)
     assert isinstance(store, S3LogStore)
     assert (store.prefix, store.bucket, got_root) == (prefix, "bkt", root)
 
@@ -524,7 +525,7 @@ def test_s3_urls(uri: str, prefix: str, root: str) -> None:
 @pytest.mark.parametrize("uri", ["s3://", "s3:///key", "bkt/key"])
 def test_s3_url_without_bucket_is_refused(uri: str) -> None:
     with pytest.raises(StoreConfigurationError):
-        S3LogStore.from_uri(uri, BASE)
+        S3Stores.from_uri(uri, BASE)
 
 
 def test_s3a_urls_work_and_keep_their_notation(
@@ -580,7 +581,7 @@ def test_aws_connection_repr_hides_credentials() -> None:
 def test_secrets_never_appear_in_option_errors(bad: dict[str, str]) -> None:
     options = {"s3.secret_access_key": SECRET, "s3.session_token": SESSION_SECRET, **bad}
     with pytest.raises(StoreConfigurationError) as info:
-        S3LogStore.from_uri("s3://bkt/t", options)
+        S3Stores.from_uri("s3://bkt/t", options)
     _no_secret(info.value)
 
 
@@ -623,7 +624,7 @@ def test_secrets_never_appear_in_access_denied_errors(scripted: ScriptedServer) 
 def test_an_invalid_endpoint_is_a_configuration_error() -> None:
     """BUG: botocore's ValueError("Invalid endpoint") escapes from_uri unmapped."""
     with pytest.raises(StoreConfigurationError) as info:
-        S3LogStore.from_uri("s3://bkt/t", {**BASE, "s3.endpoint": "not a url"})
+        S3Stores.from_uri("s3://bkt/t", {**BASE, "s3.endpoint": "not a url"})
     assert "s3.endpoint" in str(info.value) or "endpoint" in str(info.value).lower()
 
 
@@ -637,7 +638,7 @@ def test_an_invalid_endpoint_is_a_configuration_error() -> None:
 def test_settings_boto3_rejects_are_configuration_errors(options: dict[str, str]) -> None:
     """BUG: these surface as StoreIOError although client() documents StoreConfigurationError."""
     with pytest.raises(LogStoreError) as info:
-        S3LogStore.from_uri("s3://bkt/t", {**CONDITIONAL, **options})
+        S3Stores.from_uri("s3://bkt/t", {**CONDITIONAL, **options})
     assert isinstance(info.value, StoreConfigurationError)
 
 

@@ -39,13 +39,10 @@ from deltalog.predicate_input import PredicateLike, as_predicate
 from deltalog.predicates import matches, partition_table, validate
 from deltalog.row_tracking import refuse_table_rewrite
 from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.job import run_tasks, task_plan
+from deltalog.spark.staged import StagedWrite
 from deltalog.spark.task import RewriteBin, rewrite_task
-from deltalog.spark.write import (
-    StagedWrite,
-    in_session_time_zone,
-    run_tasks,
-    task_plan,
-)
+from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.table import DeltaTable
 
 if TYPE_CHECKING:

@@ -37,12 +37,12 @@ from deltalog.predicates import TRUE, And, Predicate, matches
 from deltalog.row_tracking import refuse_table_rewrite
 from deltalog.schema import StructType
 from deltalog.skipping import prune_files
+from deltalog.spark.staged import StagedWrite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from deltalog.actions import AddFile
-    from deltalog.spark.write import StagedWrite
     from deltalog.table import DeltaTable
     from deltalog.transaction import Transaction
 
@@ -212,8 +212,6 @@ def stage_data_replace(
         SparkWriteError: A Spark job failed.
         RowTrackingRewriteError: Rows would be copied on a row-tracking table.
     """
-    from deltalog.spark.write import StagedWrite
-
     snapshot = tx.snapshot
     schema = snapshot.schema
     partition_columns = snapshot.partition_columns

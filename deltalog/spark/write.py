@@ -9,62 +9,41 @@ hold a staged write to control exactly how two writers interleave.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import datetime as dt
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
 from deltalog import in_commit_timestamps as ict
 from deltalog import row_tracking
 from deltalog.actions import Action, AddFile, Txn, serialize_actions
+from deltalog.clock import now_ms
 from deltalog.clustering import check_clustering_stats
 from deltalog.column_mapping import (
-    logical_to_physical,
     map_new_columns,
-    mapping_mode,
     physical_name,
-    physical_schema,
 )
-from deltalog.commit import make_commit_info, now_ms, num_records, try_write, write_metrics
-from deltalog.config import num_indexed_cols
+from deltalog.commit import make_commit_info, write_metrics
 from deltalog.errors import (
     AppendOnlyError,
-    CommitStatusUnknownError,
-    ConstraintViolationError,
     InvalidInputError,
     InvalidOptionError,
-    InvalidPredicateError,
-    ProtocolChangedError,
     ReplaceWhereMismatchError,
-    SparkWriteError,
-    StorageError,
     TableAlreadyExistsError,
     TableNotFoundError,
-    TransactionClosedError,
 )
-from deltalog.paths import decode_path
 from deltalog.predicate_input import PredicateLike, as_predicate
 from deltalog.predicates import (
-    And,
-    Comparison,
-    In,
-    IsNull,
-    Not,
-    Or,
     Predicate,
     matches,
     partition_table,
     validate,
 )
-from deltalog.schema import PrimitiveType, StructType
+from deltalog.schema import StructType
 from deltalog.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.spark.constraints import refuse_unenforced_constraints
+from deltalog.spark.job import run_job, written_partitions
 from deltalog.spark.options import (
     AUTO_MERGE_CONF,
     SAVE_MODE_NAMES,
@@ -80,165 +59,16 @@ from deltalog.spark.replace_data import (
     stage_data_replace,
 )
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
-from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
+from deltalog.spark.staged import StagedWrite, WriteResult
+from deltalog.spark.time_zones import in_session_time_zone, session_time_zone
 from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable, SchemaMode, new_table_actions
 from deltalog.table_changes import protocol_for_schema
-from deltalog.transaction import Transaction
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
-#: What a Python worker's failure says when deltalog is not installed on the executors.
-_WORKER_IMPORT_FAILURE = "No module named 'deltalog"
 PartitionOverwriteMode = Literal["static", "dynamic"]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """What a write did.
-
-    Attributes:
-        version: The version committed; for a skipped or empty write, the version that already
-            held it (``None`` when nothing was read, e.g. a skipped write to a new table).
-        files_added: Data files committed.
-        files_removed: Data files the write replaced.
-        rows: Rows committed.
-        bytes: Bytes of data files committed.
-        skipped: Whether the write was skipped because ``app_id`` had already committed
-            ``app_version`` (a retried micro-batch); then nothing was written at all.
-        ignored: Whether ``mode="ignore"`` found the table already there; then nothing was
-            written at all (``version`` is the table's current version).
-    """
-
-    version: int | None
-    files_added: int
-    files_removed: int
-    rows: int
-    bytes: int
-    skipped: bool = False
-    ignored: bool = False
-
-
-class StagedWrite:
-    """Data files written and a commit staged, not yet published.
-
-    Call :meth:`commit` to publish or :meth:`abort` to give up (which deletes the files). The
-    commit is a transaction on an existing table, or, for a new table, its version 0 (metadata,
-    protocol and files in one commit, as delta-spark creates a table with its first write).
-    """
-
-    def __init__(
-        self,
-        storage: TableStorage,
-        adds: list[AddFile],
-        *,
-        table: DeltaTable | None = None,
-        tx: Transaction | None = None,
-        first_commit: bytes | None = None,
-        removed: int = 0,
-        app: bool = False,
-        ignored: bool = False,
-    ) -> None:
-        self._storage = storage
-        self._table = table
-        self._tx = tx
-        self._first_commit = first_commit
-        self.adds = adds
-        self._removed = removed
-        self._app = app
-        self._ignored = ignored
-        self._finished = False
-
-    @property
-    def read_version(self) -> int:
-        """The table version the write read (-1 for a new table)."""
-        if self._tx is not None:
-            return self._tx.read_version
-        return -1 if self._table is None else self._table.version()
-
-    @property
-    def skipped(self) -> bool:
-        """Whether the write is a no-op: its ``app_version`` was already committed."""
-        return self._tx is None and self._first_commit is None and not self._ignored
-
-    @property
-    def ignored(self) -> bool:
-        """Whether the write is a no-op because of ``mode="ignore"`` on an existing table."""
-        return self._ignored
-
-    def commit(self) -> WriteResult:
-        """Commit the staged write; returns what it did.
-
-        Raises:
-            ConcurrentModificationError: A concurrent commit conflicts with this write (the
-                six named subclasses; ``ProtocolChangedError`` when another writer created the
-                table first). The written files are deleted, as for every error but a storage
-                failure.
-            CommitFailedError: Every attempt lost the race.
-            TransactionClosedError: Already committed or aborted.
-            CommitStatusUnknownError: The store failed mid-commit and the commit may have
-                landed; the files are kept.
-            StorageError: The log store failed; the files are kept.
-        """
-        if self._finished:
-            raise TransactionClosedError("this staged write was already committed or aborted")
-        if self.skipped or self._ignored:
-            self._finished = True
-            return WriteResult(
-                self.read_version, 0, 0, 0, 0, skipped=not self._ignored, ignored=self._ignored
-            )
-        no_op = False
-        try:
-            if self._first_commit is not None:
-                version = self._create()
-            else:
-                assert self._tx is not None
-                version = self._tx.commit()
-                no_op = self._tx.no_op
-        except (StorageError, CommitStatusUnknownError):
-            raise  # the commit may have landed: its files must stay
-        except Exception:
-            self._delete_files()  # refused or lost: nothing refers to the files
-            raise
-        finally:
-            self._finished = True
-        if no_op:  # nothing to commit, or the same app_id/app_version landed
-            self._delete_files()
-            return WriteResult(version, 0, 0, 0, 0, skipped=self._app)
-        if self._table is not None:
-            self._table.wait_for_checkpoints()
-        return WriteResult(
-            version=version,
-            files_added=len(self.adds),
-            files_removed=self._removed,
-            rows=sum(num_records(a) for a in self.adds),
-            bytes=sum(a.size for a in self.adds),
-        )
-
-    def _create(self) -> int:
-        assert self._first_commit is not None
-        if try_write(self._storage, 0, self._first_commit):
-            return 0
-        raise ProtocolChangedError(
-            f"another writer created the table at {self._storage.uri} first (several writers "
-            "writing to an empty location, as delta-spark reports it); write again, or create "
-            "the table before starting concurrent writers",
-            winning_version=0,
-        )
-
-    def abort(self) -> None:
-        """Give up the write: nothing is committed and the written files are deleted."""
-        if not self._finished:
-            self._finished = True
-            self._delete_files()
-
-    def _delete_files(self) -> None:
-        storage = self._storage
-        for add in self.adds:
-            with contextlib.suppress(Exception):  # best effort: an orphan file is harmless
-                storage.store.delete(storage.data_file(decode_path(add.path)))
 
 
 def write(
@@ -492,7 +322,7 @@ def _stage_existing(
             table,
             tx,
             predicate,
-            write_new=lambda frame, cols: _run_job(
+            write_new=lambda frame, cols: run_job(
                 frame,
                 uri,
                 schema,
@@ -510,7 +340,7 @@ def _stage_existing(
     else:
         replaced = None
 
-    adds = _run_job(
+    adds = run_job(
         df,
         uri,
         schema,
@@ -526,7 +356,7 @@ def _stage_existing(
             _check_inside(adds, predicate, schema, partition_columns)
         if dynamic and adds:
             keys = [physical_name(schema.field(c)) for c in partition_columns]
-            replaced = tx.read_files(_written_partitions(adds, partition_columns, keys))
+            replaced = tx.read_files(written_partitions(adds, partition_columns, keys))
         tx.add(adds)
         if replaced is not None and replaced.num_rows:
             tx.remove(replaced)
@@ -559,7 +389,7 @@ def _stage_new_table(
     partition_columns = list(metadata.partition_columns)
     predicate = _replace_predicate(df, settings.replace_where, schema, partition_columns)
     written = [f.name for f in frame_schema.fields]
-    adds = _run_job(
+    adds = run_job(
         df,
         uri,
         schema,
@@ -612,7 +442,7 @@ def _replace_predicate(
     """``replace_where`` as a checked predicate, timestamps in the Spark session's zone."""
     if replace_where is None:
         return None
-    predicate = in_session_time_zone(as_predicate(replace_where), schema, _session_time_zone(df))
+    predicate = in_session_time_zone(as_predicate(replace_where), schema, session_time_zone(df))
     if is_data_predicate(predicate, partition_columns):
         check_predicate_columns(predicate, schema)  # data columns: see deltalog.spark.replace_data
     else:
@@ -685,280 +515,6 @@ def _session_overwrite_mode(df: DataFrame) -> str:
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _run_job(
-    df: DataFrame,
-    uri: str,
-    schema: StructType,
-    partition_columns: list[str],
-    configuration: Mapping[str, str | None],
-    written: list[str],
-    options: dict[str, str],
-    *,
-    max_records_per_file: int | None = None,
-) -> list[AddFile]:
-    """Run the Spark job that writes the data files; the ``add`` actions for them.
-
-    Raises:
-        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
-        SparkWriteError: The job failed otherwise.
-    """
-    plan = task_plan(
-        df.sparkSession,
-        uri,
-        schema,
-        partition_columns,
-        configuration,
-        written,
-        options,
-        max_records_per_file=max_records_per_file,
-    )
-    return run_tasks(df, lambda batches: write_task(plan, batches), uri, options)
-
-
-def task_plan(
-    spark: SparkSession,
-    uri: str,
-    schema: StructType,
-    partition_columns: list[str],
-    configuration: Mapping[str, str | None],
-    written: list[str],
-    options: dict[str, str],
-    *,
-    max_records_per_file: int | None = None,
-) -> TaskPlan:
-    """The plan the write tasks get: codec and file limits from the session, table settings.
-
-    ``max_records_per_file`` (the ``maxRecordsPerFile`` option) overrides the session's
-    ``spark.sql.files.maxRecordsPerFile``; 0 or less means no limit.
-
-    Raises:
-        InvalidInputError: The session's Parquet codec is not one deltalog can write.
-    """
-    conf = spark.conf
-    codec = str(conf.get("spark.sql.parquet.compression.codec", "snappy") or "snappy").lower()
-    if codec not in CODECS:
-        raise InvalidInputError(
-            f"spark.sql.parquet.compression.codec={codec!r} is not one deltalog can write "
-            f"({sorted(CODECS)})"
-        )
-    mode = mapping_mode(configuration)
-    partition_schema = StructType(tuple(schema.field(c) for c in partition_columns))
-    data_columns = tuple(c for c in written if c not in partition_columns)
-    if mode != "none":  # files and partition values use the physical names
-        partition_schema = physical_schema(partition_schema)
-        to_physical = logical_to_physical(schema)
-        data_columns = tuple(to_physical.get(c, c) for c in data_columns)
-    return TaskPlan(
-        uri=uri,
-        storage_options=options,
-        partition_schema=partition_schema.to_json_string(),
-        data_columns=data_columns,
-        column_mapping=mode,
-        num_indexed_cols=num_indexed_cols(configuration),
-        codec=codec,
-        max_records_per_file=max(
-            0,
-            max_records_per_file
-            if max_records_per_file is not None
-            else int(conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0),
-        ),
-        table_schema=schema.to_json_string(),
-        spark_version=str(spark.version),
-    )
-
-
-def run_tasks(
-    df: DataFrame,
-    task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-    uri: str,
-    options: Mapping[str, str],
-    *,
-    data_change: bool = True,
-) -> list[AddFile]:
-    """Run ``task`` over ``df``'s partitions (``mapInArrow``); the ``add`` actions it reports.
-
-    Raises:
-        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
-        SparkWriteError: The job failed otherwise.
-    """
-    try:
-        rows = df.mapInArrow(task, RESULT_DDL).collect()
-    except Exception as exc:
-        text = str(exc)
-        if _WORKER_IMPORT_FAILURE in text:
-            raise SparkWriteError(
-                f"Spark's Python workers cannot import deltalog, so the job writing to {uri} "
-                "failed before writing anything: install deltalog (with its 'spark' extra) in "
-                "the Python environment of every executor, e.g. in the cluster image, through "
-                "spark.archives with a packed virtualenv, or with --py-files pointing to the "
-                "deltalog wheel"
-            ) from exc
-        raise SparkWriteError(f"the Spark job writing to {uri} failed: {exc}") from exc
-    adds = [
-        AddFile(
-            path=row["path"],
-            partition_values=orjson.loads(row["partition_values"]),
-            size=row["size"],
-            modification_time=row["modification_time"],
-            data_change=data_change,
-            stats=row["stats"],
-        )
-        for row in rows
-        if row["violation"] is None
-    ]
-    violations = [row["violation"] for row in rows if row["violation"] is not None]
-    if violations:
-        storage = TableStorage.open(uri, options)
-        for add in adds:  # best effort: an orphan file is harmless (VACUUM deletes it)
-            with contextlib.suppress(Exception):
-                storage.store.delete(storage.data_file(decode_path(add.path)))
-        raise ConstraintViolationError(f"{violations[0]} (writing to {uri}; nothing was committed)")
-    return adds
-
-
-def _written_partitions(
-    adds: list[AddFile], partition_columns: list[str], keys: Sequence[str] | None = None
-) -> Predicate:
-    """The partitions the written files are in (nulls included), as a read predicate.
-
-    ``keys`` are the partition columns' keys in ``partitionValues`` (physical names on a
-    column-mapped table), in the order of ``partition_columns``.
-    """
-    logged = list(keys) if keys is not None else partition_columns
-    combos = sorted(
-        {tuple(a.partition_values.get(c) for c in logged) for a in adds},
-        key=lambda combo: tuple((v is None, v or "") for v in combo),
-    )
-    if len(partition_columns) == 1:
-        (name,) = partition_columns
-        present = tuple(c[0] for c in combos if c[0] is not None)
-        terms: list[Predicate] = [In(name, present)] if present else []
-        if any(c[0] is None for c in combos):
-            terms.append(IsNull(name))
-        return _balanced(terms, Or)
-    return _balanced(
-        [
-            _balanced(
-                [
-                    IsNull(name) if value is None else In(name, (value,))  # NaN = NaN
-                    for name, value in zip(partition_columns, combo, strict=True)
-                ],
-                And,
-            )
-            for combo in combos
-        ],
-        Or,
-    )
-
-
-def _balanced(terms: list[Predicate], kind: type[And] | type[Or]) -> Predicate:
-    """Combine terms into a tree of depth log2(n), not n (thousands of partitions)."""
-    if len(terms) == 1:
-        return terms[0]
-    middle = len(terms) // 2
-    return kind(_balanced(terms[:middle], kind), _balanced(terms[middle:], kind))
-
-
-def _session_time_zone(df: DataFrame) -> str:
-    return str(df.sparkSession.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-
-
-def in_session_time_zone(predicate: Predicate, schema: StructType, zone: str) -> Predicate:
-    """``predicate`` with zone-less timestamp literals read in ``zone``, as Spark SQL reads them.
-
-    Text such as ``'2024-01-01 00:00:00'`` compared with a ``timestamp`` column means midnight
-    in the Spark session's time zone; text with an offset keeps it. The zone is resolved only
-    when such a literal needs it.
-
-    Raises:
-        InvalidPredicateError: A literal needs ``zone`` and it is not a zone deltalog knows.
-    """
-
-    def fix(column: str, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            field_type = schema.field(column).type
-        except KeyError:
-            return value
-        if field_type != PrimitiveType("timestamp"):
-            return value
-        try:
-            parsed = dt.datetime.fromisoformat(value.strip())
-        except ValueError:
-            return value  # left for validate() to refuse
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=spark_zone(zone))
-
-    def walk(p: Predicate) -> Predicate:
-        if isinstance(p, Comparison):
-            return Comparison(p.column, p.op, fix(p.column, p.value))
-        if isinstance(p, In):
-            return In(p.column, tuple(fix(p.column, v) for v in p.values), negated=p.negated)
-        if isinstance(p, And):
-            return And(walk(p.left), walk(p.right))
-        if isinstance(p, Or):
-            return Or(walk(p.left), walk(p.right))
-        if isinstance(p, Not):
-            return Not(walk(p.operand))
-        return p
-
-    return walk(predicate)
-
-
-_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
-#: Java's ZoneId.SHORT_IDS, which Spark accepts for spark.sql.session.timeZone.
-_SHORT_IDS = {
-    "EST": "-05:00",
-    "MST": "-07:00",
-    "HST": "-10:00",
-    "ACT": "Australia/Darwin",
-    "AET": "Australia/Sydney",
-    "AGT": "America/Argentina/Buenos_Aires",
-    "ART": "Africa/Cairo",
-    "AST": "America/Anchorage",
-    "BET": "America/Sao_Paulo",
-    "BST": "Asia/Dhaka",
-    "CAT": "Africa/Harare",
-    "CNT": "America/St_Johns",
-    "CST": "America/Chicago",
-    "CTT": "Asia/Shanghai",
-    "EAT": "Africa/Addis_Ababa",
-    "ECT": "Europe/Paris",
-    "IET": "America/Indiana/Indianapolis",
-    "IST": "Asia/Kolkata",
-    "JST": "Asia/Tokyo",
-    "MIT": "Pacific/Apia",
-    "NET": "Asia/Yerevan",
-    "NST": "Pacific/Auckland",
-    "PLT": "Asia/Karachi",
-    "PNT": "America/Phoenix",
-    "PRT": "America/Puerto_Rico",
-    "PST": "America/Los_Angeles",
-    "SST": "Pacific/Guadalcanal",
-    "VST": "Asia/Ho_Chi_Minh",
-}
-
-
-def spark_zone(name: str) -> dt.tzinfo:
-    """A Spark session time zone (region id, offset such as ``+05:00``/``GMT+1``, short id).
-
-    Raises:
-        InvalidPredicateError: Not a zone this recognises.
-    """
-    text = _SHORT_IDS.get(name.strip().upper(), name.strip())
-    if text.upper() in ("Z", "UTC", "GMT", "UT"):
-        return dt.UTC
-    match = _OFFSET.match(text)
-    if match:
-        sign = -1 if match.group(1) == "-" else 1
-        offset = dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0))
-        return dt.timezone(sign * offset)
-    try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidPredicateError(f"unknown Spark session time zone {name!r}") from exc
 
 
 def _check_inside(
