@@ -315,7 +315,7 @@ def _append_v2(path: str, args: dict[str, Any], *, reuse: bool) -> dict[str, Any
     import os
 
     import deltalog
-    from deltalog import maintenance
+    from deltalog.maintenance import after_commit as maintenance
 
     os.environ["DELTALOG_SIDECAR_REUSE"] = "1" if reuse else "0"
     cost = {"checkpoints": 0, "wall": 0.0, "cpu": 0.0}

@@ -162,10 +162,10 @@ def write_v2_table(source: Path, table: Path) -> None:
     """A copy of ``source`` moved to ``delta.checkpointPolicy=v2``, with a V2 checkpoint.
 
     Version ``n+1`` adds the ``v2Checkpoint`` feature and the property; the checkpoint of it is
-    written with sidecars of :data:`deltalog.sidecar_reuse.MAX_SIDECAR_ADDS` adds.
+    written with sidecars of :data:`deltalog.maintenance.sidecar_reuse.MAX_SIDECAR_ADDS` adds.
     """
     import deltalog
-    from deltalog.actions import Protocol
+    from deltalog.protocol.actions import Protocol
 
     shutil.copytree(source, table, ignore=shutil.ignore_patterns(MARKER))
     t = deltalog.DeltaTable(str(table))

@@ -15,7 +15,7 @@ writers keep committing. W spawned writer processes, released together by a
 ``--txn-every``-th commit also sets ``txn(soak-w<W>, i)``). Per commit the writer records the
 returned version, ``tx.attempts``, the latency and any exception; the writers also count the
 checkpoints they wrote and the log files their cleanups deleted (by wrapping the two functions
-``deltalog.maintenance`` calls, in the writer processes only).
+``deltalog.maintenance.after_commit`` calls, in the writer processes only).
 
 Afterwards the table is opened fresh and checked: *lost* = commits that returned a version but
 whose file is not live (must be 0); no version returned twice; final version = successful
@@ -239,7 +239,7 @@ def one_engine(
         os.path.join(local_path, "_delta_log") if local_path else None,
         server_pid,
     )
-    from deltalog.config import parse_interval_ms
+    from deltalog.protocol.config import parse_interval_ms
 
     summary = summarize(engine, race, n, parse_interval_ms(args.log_retention))
     log(

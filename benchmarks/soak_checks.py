@@ -158,7 +158,7 @@ def summarize(engine: str, race: dict[str, Any], n: int, retention_ms: int) -> d
 
 # --------------------------------------------------------------------------- checks
 def _list_log(uri: str, options: dict[str, str]) -> list[str]:
-    from deltalog.storage import TableStorage
+    from deltalog.log.storage import TableStorage
 
     return [s.name for s in TableStorage.open(uri, options).list_log()]
 

@@ -23,10 +23,11 @@ def _instrument() -> dict[str, Any]:
     """Count this process's checkpoints and cleanups; capture deltalog's warnings.
 
     ``Maintenance._run`` calls ``write_snapshot_checkpoint`` and ``run_cleanup`` through the
-    ``deltalog.maintenance`` module globals, so wrapping those names sees every checkpoint and
+    ``deltalog.maintenance.after_commit`` module globals, so wrapping those names sees every
+    checkpoint and
     cleanup the writer's table object runs (on its background thread). Nothing else changes.
     """
-    import deltalog.maintenance as maintenance
+    import deltalog.maintenance.after_commit as maintenance
 
     rec: dict[str, Any] = {
         "checkpoints": [],  # (version, end monotonic, ms, live files)

@@ -17,7 +17,7 @@ Every file is published with create-if-absent under a fresh UUID, so a checkpoin
 before its top-level file exists and never overwritten. Sidecars are written before the
 top-level file that references them.
 
-With ``reused`` sidecars (see :mod:`deltalog.sidecar_reuse`), the checkpoint references
+With ``reused`` sidecars (see :mod:`deltalog.maintenance.sidecar_reuse`), the checkpoint references
 sidecars of an earlier checkpoint unchanged, first, and writes only the other adds, in
 sidecars of at most ``max_sidecar_adds`` adds each, then the tombstones in a sidecar of their
 own, so that its add sidecars can be reused in turn.
@@ -171,7 +171,7 @@ def write_v2_checkpoint(
         max_sidecar_adds: With ``reused`` (even empty), the most adds in one new sidecar.
         young_enough: Given the modification times of every sidecar referenced, whether
             log cleanup cannot have decided to delete any of them yet (see
-            :mod:`deltalog.sidecar_reuse`); asked before and after the top-level file is
+            :mod:`deltalog.maintenance.sidecar_reuse`); asked before and after the top-level file is
             written. ``None``: not asked.
 
     Returns:

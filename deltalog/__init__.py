@@ -8,23 +8,13 @@ features that need them (``deltalog.spark``, the ``s3://``, ``gs://`` and ``az:/
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from deltalog.actions import (
-        AddCDCFile,
-        AddFile,
-        CommitInfo,
-        DomainMetadata,
-        Metadata,
-        Protocol,
-        RemoveFile,
-        Txn,
-    )
     from deltalog.check import CheckReport, Finding, check_table
-    from deltalog.commit import RetryPolicy
     from deltalog.errors import (
         AppendOnlyError,
         CannotVacuumLiteError,
@@ -93,21 +83,32 @@ if TYPE_CHECKING:
         VersionGapError,
         VersionNotFoundError,
     )
-    from deltalog.predicates import Predicate, col
-    from deltalog.schema import StructType
-    from deltalog.snapshot import Snapshot
+    from deltalog.log.snapshot import Snapshot
+    from deltalog.protocol.actions import (
+        AddCDCFile,
+        AddFile,
+        CommitInfo,
+        DomainMetadata,
+        Metadata,
+        Protocol,
+        RemoveFile,
+        Txn,
+    )
+    from deltalog.protocol.schema import StructType
+    from deltalog.stats.predicates import Predicate, col
     from deltalog.table import DeltaTable
-    from deltalog.transaction import Transaction
+    from deltalog.write.commit import RetryPolicy
+    from deltalog.write.transaction import Transaction
 
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
-    "AddCDCFile": "deltalog.actions",
+    "AddCDCFile": "deltalog.protocol.actions",
     "SchemaEvolutionError": "deltalog.errors",
     "PartitioningMismatchError": "deltalog.errors",
     "InvalidWriteModeError": "deltalog.errors",
     "InvalidOptionError": "deltalog.errors",
     "ConflictingOptionsError": "deltalog.errors",
-    "AddFile": "deltalog.actions",
+    "AddFile": "deltalog.protocol.actions",
     "AppendOnlyError": "deltalog.errors",
     "DeletionVectorError": "deltalog.errors",
     "IncompleteCommitError": "deltalog.errors",
@@ -123,7 +124,7 @@ _EXPORTS: dict[str, str] = {
     "ColumnMappingError": "deltalog.errors",
     "CommitFailedError": "deltalog.errors",
     "CommitStatusUnknownError": "deltalog.errors",
-    "CommitInfo": "deltalog.actions",
+    "CommitInfo": "deltalog.protocol.actions",
     "ConcurrentAppendError": "deltalog.errors",
     "ConcurrentAppendException": "deltalog.errors",
     "ConcurrentDeleteDeleteError": "deltalog.errors",
@@ -140,7 +141,7 @@ _EXPORTS: dict[str, str] = {
     "CorruptLogError": "deltalog.errors",
     "DeltaLogError": "deltalog.errors",
     "DeltaTable": "deltalog.table",
-    "DomainMetadata": "deltalog.actions",
+    "DomainMetadata": "deltalog.protocol.actions",
     "DuplicateFileError": "deltalog.errors",
     "FileNotInTableError": "deltalog.errors",
     "Finding": "deltalog.check",
@@ -149,33 +150,33 @@ _EXPORTS: dict[str, str] = {
     "InvalidPredicateError": "deltalog.errors",
     "InvalidSchemaError": "deltalog.errors",
     "MalformedCommitError": "deltalog.errors",
-    "Metadata": "deltalog.actions",
+    "Metadata": "deltalog.protocol.actions",
     "MetadataChangedError": "deltalog.errors",
     "MetadataChangedException": "deltalog.errors",
     "MissingExtraError": "deltalog.errors",
     "MissingMetadataError": "deltalog.errors",
     "MissingProtocolError": "deltalog.errors",
     "PartitionValueError": "deltalog.errors",
-    "Predicate": "deltalog.predicates",
-    "Protocol": "deltalog.actions",
+    "Predicate": "deltalog.stats.predicates",
+    "Protocol": "deltalog.protocol.actions",
     "ProtocolChangedError": "deltalog.errors",
     "ProtocolChangedException": "deltalog.errors",
-    "RemoveFile": "deltalog.actions",
+    "RemoveFile": "deltalog.protocol.actions",
     "ReplaceWhereMismatchError": "deltalog.errors",
-    "RetryPolicy": "deltalog.commit",
+    "RetryPolicy": "deltalog.write.commit",
     "SchemaMismatchError": "deltalog.errors",
-    "Snapshot": "deltalog.snapshot",
+    "Snapshot": "deltalog.log.snapshot",
     "SnapshotExpiredError": "deltalog.errors",
     "SparkWriteError": "deltalog.errors",
     "StorageConfigurationError": "deltalog.errors",
     "StorageError": "deltalog.errors",
-    "StructType": "deltalog.schema",
+    "StructType": "deltalog.protocol.schema",
     "TableAlreadyExistsError": "deltalog.errors",
     "TableNotFoundError": "deltalog.errors",
     "TimestampOutOfRangeError": "deltalog.errors",
-    "Transaction": "deltalog.transaction",
+    "Transaction": "deltalog.write.transaction",
     "TransactionClosedError": "deltalog.errors",
-    "Txn": "deltalog.actions",
+    "Txn": "deltalog.protocol.actions",
     "UnsafeStorageError": "deltalog.errors",
     "UnsupportedFeatureError": "deltalog.errors",
     "UnsupportedParquetTypeError": "deltalog.errors",
@@ -184,7 +185,7 @@ _EXPORTS: dict[str, str] = {
     "VersionGapError": "deltalog.errors",
     "VersionNotFoundError": "deltalog.errors",
     "check_table": "deltalog.check",
-    "col": "deltalog.predicates",
+    "col": "deltalog.stats.predicates",
 }
 
 __all__ = [
@@ -279,6 +280,8 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """Import a public name's module on first use and cache the name in this module."""
     module = _EXPORTS.get(name)
+    if module is None and name in _MOVED:  # deltalog.column_mapping etc. (deprecated)
+        return importlib.import_module(f"deltalog.{name}")
     if module is None:
         raise AttributeError(f"module 'deltalog' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -288,3 +291,89 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
+
+
+#: Modules that moved into the concept packages (``protocol``, ``stats``, ``log``, ``write``,
+#: ``maintenance``, ``arrow``) in 0.2: old name -> new. ``import deltalog.<old>`` still works,
+#: with a DeprecationWarning, and gives the new module itself (one module object, not a copy).
+_MOVED: dict[str, str] = {
+    "actions": "protocol.actions",
+    "arrow_columns": "arrow.columns",
+    "arrow_values": "arrow.values",
+    "checkpointing": "maintenance.checkpointing",
+    "checksum": "log.checksum",
+    "clustering": "write.clustering",
+    "column_mapping": "protocol.column_mapping",
+    "commit": "write.commit",
+    "commit_layout": "write.commit_layout",
+    "commit_parser": "log.commit_parser",
+    "config": "protocol.config",
+    "conflicts": "write.conflicts",
+    "data_files": "write.data_files",
+    "deletion_vectors": "protocol.deletion_vectors",
+    "features": "protocol.features",
+    "file_actions": "log.file_actions",
+    "file_stats": "stats.file_stats",
+    "history": "log.history",
+    "in_commit_timestamps": "log.in_commit_timestamps",
+    "info_commit": "write.info_commit",
+    "log_temp": "maintenance.log_temp",
+    "parsed_stats": "stats.parsed_stats",
+    "partitions": "protocol.partitions",
+    "paths": "protocol.paths",
+    "predicate_sql": "stats.predicate_sql",
+    "predicates": "stats.predicates",
+    "properties": "protocol.properties",
+    "replay": "log.replay",
+    "retention": "maintenance.retention",
+    "row_tracking": "write.row_tracking",
+    "schema": "protocol.schema",
+    "schema_merge": "write.schema_merge",
+    "segment": "log.segment",
+    "sidecar_reuse": "maintenance.sidecar_reuse",
+    "sidecars": "maintenance.sidecars",
+    "skipping": "stats.skipping",
+    "snapshot": "log.snapshot",
+    "staging": "write.staging",
+    "stats_struct": "maintenance.stats_struct",
+    "storage": "log.storage",
+    "table_changes": "write.table_changes",
+    "transaction": "write.transaction",
+    "user_input": "protocol.user_input",
+    "vacuum": "maintenance.vacuum",
+    "vacuum_files": "maintenance.vacuum_files",
+}
+
+
+class _MovedModuleFinder:
+    """Finds ``deltalog.<old name>`` for the modules in :data:`_MOVED` (a meta path finder)."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: object = None, target: object = None) -> Any:
+        prefix, _, leaf = fullname.partition(".")
+        if prefix != "deltalog" or "." in leaf or leaf not in _MOVED:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(fullname, cls)  # type: ignore[arg-type]
+
+    @staticmethod
+    def create_module(spec: Any) -> Any:
+        import warnings
+
+        new = f"deltalog.{_MOVED[spec.name.rpartition('.')[2]]}"
+        warnings.warn(
+            f"{spec.name} moved to {new}; the old name will be removed in a later release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        module = importlib.import_module(new)
+        sys.modules[spec.name] = module
+        return module
+
+    @staticmethod
+    def exec_module(module: Any) -> None:
+        """Nothing to run: the module is the new one, already imported."""
+
+
+sys.meta_path.append(_MovedModuleFinder)

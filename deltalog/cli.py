@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog import arrow_values as av
+from deltalog.arrow import values as av
 from deltalog.check import CheckReport, check_table
 from deltalog.errors import (
     CorruptLogError,
@@ -31,10 +31,10 @@ from deltalog.errors import (
     InvalidInputError,
     StorageConfigurationError,
 )
-from deltalog.history import table_history
+from deltalog.log.history import table_history
+from deltalog.log.storage import TableStorage
 from deltalog.logstores.options import recording_option_reads, redact_uri, safe_option_name
 from deltalog.logstores.registry import is_builtin, scheme_of
-from deltalog.storage import TableStorage
 from deltalog.table import DeltaTable
 from deltalog.worker_pool import worker_pool
 
@@ -209,7 +209,7 @@ def _file_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
 def _stamps(ms: pa.Array) -> pa.Array:
     """:func:`_ts` of each value, formatted by Arrow where every value is in its range.
 
-    Constants are Arrow scalars (:mod:`deltalog.arrow_values`): a Python value handed to a
+    Constants are Arrow scalars (:mod:`deltalog.arrow.values`): a Python value handed to a
     kernel would make pyarrow import pandas, a fifth of the command's time on a big table.
     """
     in_range = pc.and_(pc.greater_equal(ms, av.int64(0)), pc.less_equal(ms, av.int64(_MAX_MS)))

@@ -623,7 +623,7 @@ class ConcurrentVacuumError(ConcurrentModificationError):
     modified before its cutoff, as registering existing Parquet files does): the vacuum may
     already have deleted it, or may delete it after its last look at the log. Raised to a vacuum
     when another vacuum holds the table's vacuum lease. Re-run the operation once the vacuum has
-    ended (``retryable``); see :mod:`deltalog.vacuum`.
+    ended (``retryable``); see :mod:`deltalog.maintenance.vacuum`.
 
     Attributes:
         cutoff_ms: The vacuum's cutoff: files last modified before it are its candidates.

@@ -20,14 +20,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltalog.deletion_vectors import live_mask, read_deletion_vector
 from deltalog.errors import InvalidPredicateError, MissingDataFileError
+from deltalog.log.snapshot import Snapshot
+from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.predicate_input import PredicateLike, as_predicate
-from deltalog.predicates import Predicate, matches, partition_table
-from deltalog.schema import ArrayType, DataType, MapType, StructField, StructType, type_to_arrow
-from deltalog.snapshot import Snapshot
-from deltalog.storage import TableStorage, storage_errors
+from deltalog.protocol.deletion_vectors import live_mask, read_deletion_vector
+from deltalog.protocol.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    type_to_arrow,
+)
+from deltalog.stats.predicate_input import PredicateLike, as_predicate
+from deltalog.stats.predicates import Predicate, matches, partition_table
 
 __all__ = ["read_rows"]
 

@@ -12,16 +12,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog import arrow_values as av
-from deltalog import in_commit_timestamps as ict
-from deltalog.actions import Metadata, Protocol, serialize_actions
-from deltalog.checkpointing import write_snapshot_checkpoint
+from deltalog.arrow import values as av
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
-from deltalog.checksum import write_first_checksum
-from deltalog.clock import now_ms
-from deltalog.column_mapping import map_new_columns
-from deltalog.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
-from deltalog.data_files import data_schemas, expand
 from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
@@ -33,31 +25,39 @@ from deltalog.errors import (
     TimestampOutOfRangeError,
     VersionNotFoundError,
 )
-from deltalog.features import protocol_for_new_table
-from deltalog.file_stats import UnusableParsedStats
-from deltalog.file_stats import flatten_stats as flatten
-from deltalog.history import commit_ict, read_history
-from deltalog.maintenance import Maintenance
-from deltalog.partitions import check_partition_columns
-from deltalog.predicate_input import PredicateLike, as_predicate
-from deltalog.predicates import Predicate, matches, partition_table
-from deltalog.properties import canonical_properties, check_properties
-from deltalog.property_keys import TableProperties
+from deltalog.log import in_commit_timestamps as ict
+from deltalog.log.checksum import write_first_checksum
+from deltalog.log.clock import now_ms
+from deltalog.log.history import commit_ict, read_history
+from deltalog.log.replay import replay
+from deltalog.log.segment import LogListing, classify, commit_times, list_log
+from deltalog.log.snapshot import Snapshot
+from deltalog.log.storage import TableStorage
+from deltalog.maintenance.after_commit import Maintenance
+from deltalog.maintenance.checkpointing import write_snapshot_checkpoint
+from deltalog.maintenance.retention import cleanup_log
+from deltalog.maintenance.vacuum import Progress, VacuumMode, VacuumResult
+from deltalog.maintenance.vacuum import vacuum as run_vacuum
+from deltalog.protocol.actions import Metadata, Protocol, serialize_actions
+from deltalog.protocol.column_mapping import map_new_columns
+from deltalog.protocol.features import protocol_for_new_table
+from deltalog.protocol.partitions import check_partition_columns
+from deltalog.protocol.properties import canonical_properties, check_properties
+from deltalog.protocol.property_keys import TableProperties
+from deltalog.protocol.schema import StructType, as_struct
+from deltalog.protocol.user_input import as_items, check_mapping, check_version_number, is_long
 from deltalog.read import read_rows
-from deltalog.replay import replay
-from deltalog.retention import cleanup_log
-from deltalog.row_tracking import new_table_configuration
-from deltalog.schema import StructType, as_struct
-from deltalog.schema_merge import merge_schemas, type_widening_enabled
-from deltalog.segment import LogListing, classify, commit_times, list_log
-from deltalog.skipping import prune_mask
-from deltalog.snapshot import Snapshot
-from deltalog.storage import TableStorage
-from deltalog.table_changes import protocol_for_schema
-from deltalog.transaction import Transaction
-from deltalog.user_input import as_items, check_mapping, check_version_number, is_long
-from deltalog.vacuum import Progress, VacuumMode, VacuumResult
-from deltalog.vacuum import vacuum as run_vacuum
+from deltalog.stats.file_stats import UnusableParsedStats
+from deltalog.stats.file_stats import flatten_stats as flatten
+from deltalog.stats.predicate_input import PredicateLike, as_predicate
+from deltalog.stats.predicates import Predicate, matches, partition_table
+from deltalog.stats.skipping import prune_mask
+from deltalog.write.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
+from deltalog.write.data_files import data_schemas, expand
+from deltalog.write.row_tracking import new_table_configuration
+from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
+from deltalog.write.table_changes import protocol_for_schema
+from deltalog.write.transaction import Transaction
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -106,7 +106,7 @@ class DeltaTable:
             ISO-8601 string, or milliseconds since the epoch).
         storage_options: Options for the log store (e.g. ``s3.endpoint``).
         retry: How this object's transactions retry after losing a version to another writer
-            (default :class:`~deltalog.commit.RetryPolicy`). A transaction may override it.
+            (default :class:`~deltalog.write.commit.RetryPolicy`). A transaction may override it.
         background_checkpoints: Write the checkpoints that commits make due on a background
             thread (see :meth:`wait_for_checkpoints`); ``False`` writes them before ``commit``
             returns.
@@ -251,11 +251,12 @@ class DeltaTable:
                 without touching them (and leaves the column out).
             filter: Only files that may hold rows matching this predicate (the forms
                 :meth:`to_pyarrow_table` accepts, on any columns): files are pruned by partition
-                values and by their statistics (see :mod:`deltalog.skipping`); a file without
+                values and by their statistics (see :mod:`deltalog.stats.skipping`); a file without
                 statistics is kept.
             flatten_stats: Append typed columns as delta-rs's ``get_add_actions(flatten=True)``:
                 ``num_records``, ``null_count.<col>``, ``min.<col>``, ``max.<col>`` (nested
-                fields as ``min.a.b``) and ``partition.<col>`` (see :mod:`deltalog.file_stats`).
+                fields as ``min.a.b``) and ``partition.<col>`` (see
+                :mod:`deltalog.stats.file_stats`).
 
         Raises:
             InvalidPredicateError: ``filter`` names a column the table lacks or a value that
@@ -465,7 +466,7 @@ class DeltaTable:
             data_change: ``dataChange`` of the add actions.
             schema_mode: ``"merge"`` adds the files' new columns (nested ones too) to the table
                 schema in the same commit, with delta-spark's ``mergeSchema`` rules (see
-                :mod:`deltalog.schema_merge`); ``None`` refuses files with columns the table
+                :mod:`deltalog.write.schema_merge`); ``None`` refuses files with columns the table
                 lacks.
 
         Raises:
@@ -480,7 +481,7 @@ class DeltaTable:
             UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
             MetadataChangedError, ProtocolChangedError: A concurrent commit changed the table.
             ConcurrentVacuumError: A VACUUM ran while this commit was in flight and may delete
-                a file older than its cutoff (see :mod:`deltalog.vacuum`).
+                a file older than its cutoff (see :mod:`deltalog.maintenance.vacuum`).
         """
         if schema_mode not in (None, "merge"):
             raise InvalidInputError(
@@ -613,7 +614,9 @@ class DeltaTable:
         progress: Progress | None = None,
         now_ms: int | None = None,
     ) -> VacuumResult:
-        """Delete data files the latest version no longer needs (see :mod:`deltalog.vacuum`).
+        """Delete data files the latest version no longer needs (VACUUM).
+
+        See :mod:`deltalog.maintenance.vacuum` for the rules and the design.
 
         Moves this object to the latest version first; a real run adds the ``VACUUM START`` and
         ``VACUUM END`` commits.

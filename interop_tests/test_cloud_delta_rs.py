@@ -37,7 +37,7 @@ from servers.gcs_server import delta_rs_service_account, delta_rs_storage_option
 from deltalog import DeltaTable
 from deltalog.logstores import LogStore, open_store
 from deltalog.logstores.azure import EMULATOR_KEY
-from deltalog.partitions import hive_partition_dir
+from deltalog.protocol.partitions import hive_partition_dir
 
 Location = CloudTable
 

@@ -29,12 +29,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.errors import VersionNotFoundError
-from deltalog.partitions import (
+from deltalog.protocol.partitions import (
     hive_partition_dir,
     parse_partition_value,
     serialize_partition_value,
 )
-from deltalog.schema import (
+from deltalog.protocol.schema import (
     ArrayType,
     DataType,
     MapType,

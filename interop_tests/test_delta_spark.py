@@ -48,8 +48,8 @@ import pytest
 
 import deltalog.spark
 from deltalog.errors import TimestampOutOfRangeError
-from deltalog.partitions import hive_partition_dir, serialize_partition_value
-from deltalog.paths import decode_path
+from deltalog.protocol.partitions import hive_partition_dir, serialize_partition_value
+from deltalog.protocol.paths import decode_path
 from deltalog.table import DeltaTable
 
 UTC = dt.UTC

@@ -40,9 +40,9 @@ from test_delta_spark import (
 )
 
 import deltalog.spark
-from deltalog.column_mapping import mapping_mode, physical_name, to_physical_batch
 from deltalog.errors import UnsupportedFeatureError
-from deltalog.features import active_writer_features
+from deltalog.protocol.column_mapping import mapping_mode, physical_name, to_physical_batch
+from deltalog.protocol.features import active_writer_features
 from deltalog.table import DeltaTable
 
 BASE_COLUMNS = "id BIGINT, v STRING"
@@ -351,7 +351,7 @@ def test_deltalog_enables_in_commit_timestamps_on_a_delta_spark_table(
     delta-spark's history then shows file times before and in-commit timestamps from the
     enablement version on, its time travel by timestamp agrees with deltalog's, and it commits
     after deltalog."""
-    from deltalog.actions import Protocol
+    from deltalog.protocol.actions import Protocol
 
     spark = delta_spark
     root = str(tmp_path / "enable-ict")

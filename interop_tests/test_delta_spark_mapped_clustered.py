@@ -21,8 +21,8 @@ from test_delta_spark import _sql_table, sort_rows, spark_history, spark_rows
 
 import deltalog.spark
 from deltalog import ClusteringChangeError, DeltaTable, InvalidInputError, col
-from deltalog.column_mapping import logical_to_physical, to_physical_batch
-from deltalog.schema import StructType
+from deltalog.protocol.column_mapping import logical_to_physical, to_physical_batch
+from deltalog.protocol.schema import StructType
 
 COLUMNS = ["id", "w", "s", "day"]
 

@@ -24,7 +24,7 @@ from tableutil import write_parquet
 from test_delta_spark import _sql_table, sort_rows, spark_rows
 from test_delta_spark_v2_checkpoints import _only_from_checkpoint
 
-import deltalog.checkpointing as checkpointing
+import deltalog.maintenance.checkpointing as checkpointing
 from deltalog import DeltaTable
 
 #: UUID-named checkpoints: deltalog writes JSON ones, delta-spark may write Parquet ones.

@@ -18,7 +18,7 @@ import pytest
 from servers.fixtures import CloudTable, cloud_location
 from test_cloud_delta_rs import rs_options
 
-import deltalog.vacuum
+import deltalog.maintenance.vacuum
 from deltalog import ConcurrentVacuumError, DeltaTable, RetentionTooShortError
 from deltalog.logstores import LogFileNotFoundError, LogStore, open_store
 
@@ -143,14 +143,14 @@ def test_files_registered_while_the_vacuum_runs_survive_on_every_store(
     _put(store, root, "p=d/late.parquet", [8])
     late = DeltaTable(cloud_table.uri, storage_options=cloud_table.options).transaction()
     late.add(["p=d/late.parquet"])  # staged before the vacuum, committed after it
-    real = deltalog.vacuum.full_candidates
+    real = deltalog.maintenance.vacuum.full_candidates
 
     def listing(*args: Any) -> Any:
         racer = DeltaTable(cloud_table.uri, storage_options=cloud_table.options)
         racer.append_files(["p=d/kept.parquet"])
         return real(*args)
 
-    monkeypatch.setattr(deltalog.vacuum, "full_candidates", listing)
+    monkeypatch.setattr(deltalog.maintenance.vacuum, "full_candidates", listing)
     # On the clock a week on, every file is older than the cutoff: the registered ones too.
     result = table.vacuum(dry_run=False, now_ms=_later(8))
     assert result.skipped == [store.join(root, "p=d/kept.parquet")]

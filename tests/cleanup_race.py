@@ -10,7 +10,7 @@ as a blind append through a transaction, and records the version it was told. Af
 * every acknowledged append's file is live in a freshly opened table;
 * ``check_table`` (what ``deltalog check`` runs) finds neither error nor warning.
 
-Used by ``tests/test_cleanup_race.py`` (small runs) and ``scripts/cleanup_race.py`` (the
+Used by ``tests/write/test_cleanup_race.py`` (small runs) and ``scripts/cleanup_race.py`` (the
 acceptance runs: 4 x 300 on local disk, 2 x 100 on S3).
 """
 

@@ -22,7 +22,7 @@ Lines on stdout:
 ``HOOK-FAILED <message>``
     a hook found the request other than expected (exit status 6).
 
-Steps (see ``tests/test_crash_injection.py`` for what each leaves behind):
+Steps (see ``tests/write/test_crash_injection.py`` for what each leaves behind):
 
 local store
     ``after_data_files``, ``mid_temp_write``, ``after_temp_file``, ``after_store_write``,

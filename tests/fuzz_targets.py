@@ -56,22 +56,13 @@ import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-import deltalog.replay as replay_module
+import deltalog.log.replay as replay_module
 from deltalog import DeltaTable
-from deltalog.actions import (
-    AddFile,
-    CommitInfo,
-    Metadata,
-    RemoveFile,
-    parse_actions,
-    serialize_actions,
-)
 from deltalog.checkpoints.checksum import json_checksum
 from deltalog.checkpoints.errors import CheckpointError, CheckpointFormatError
 from deltalog.checkpoints.last_checkpoint import parse_last_checkpoint
 from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.checkpoints.schema import ACTION_TYPES as CHECKPOINT_COLUMNS
-from deltalog.commit_parser import ParsedCommits, parse_commits
 from deltalog.errors import (
     DeltaLogError,
     InvalidPredicateError,
@@ -79,7 +70,8 @@ from deltalog.errors import (
     MalformedCommitError,
     PartitionValueError,
 )
-from deltalog.file_actions import (
+from deltalog.log.commit_parser import ParsedCommits, parse_commits
+from deltalog.log.file_actions import (
     ADD_FIELDS,
     FILES_SCHEMA,
     TOMBSTONE_FIELDS,
@@ -90,7 +82,15 @@ from deltalog.file_actions import (
     scheme_prefix,
 )
 from deltalog.logstores import LocalLogStore, LogStore, MemoryLogStore
-from deltalog.partitions import (
+from deltalog.protocol.actions import (
+    AddFile,
+    CommitInfo,
+    Metadata,
+    RemoveFile,
+    parse_actions,
+    serialize_actions,
+)
+from deltalog.protocol.partitions import (
     HIVE_NULL,
     check_partition_values,
     hive_escape,
@@ -100,9 +100,7 @@ from deltalog.partitions import (
     parse_partition_value,
     serialize_partition_value,
 )
-from deltalog.predicate_sql import parse_predicate
-from deltalog.predicates import matches, partition_table, validate
-from deltalog.schema import (
+from deltalog.protocol.schema import (
     DataType,
     DecimalType,
     PrimitiveType,
@@ -110,6 +108,8 @@ from deltalog.schema import (
     StructType,
     _parse_type,
 )
+from deltalog.stats.predicate_sql import parse_predicate
+from deltalog.stats.predicates import matches, partition_table, validate
 
 T = TypeVar("T")
 Input = tuple[bytes, str]

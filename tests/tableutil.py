@@ -49,11 +49,11 @@ def write_append_log(root: str | Path, commits: int, *, interval: int = 10) -> N
     """
     import orjson
 
-    from deltalog.actions import parse_actions
-    from deltalog.checkpointing import write_snapshot_checkpoint
-    from deltalog.replay import advance, replay
-    from deltalog.segment import list_log
-    from deltalog.storage import TableStorage
+    from deltalog.log.replay import advance, replay
+    from deltalog.log.segment import list_log
+    from deltalog.log.storage import TableStorage
+    from deltalog.maintenance.checkpointing import write_snapshot_checkpoint
+    from deltalog.protocol.actions import parse_actions
 
     fields = [
         {"name": n, "type": t, "nullable": True, "metadata": {}}

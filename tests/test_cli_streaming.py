@@ -162,7 +162,7 @@ def test_open_list_and_cli_files_never_import_pandas(tmp_path: Path) -> None:
         "assert u.version() == 23 and u.files().num_rows == 19\n"
         "assert len(u.file_uris()) == 19\n"
         "u.vacuum()\n"
-        "from deltalog.file_actions import adds_to_table, arrow_keys\n"
+        "from deltalog.log.file_actions import adds_to_table, arrow_keys\n"
         "dv = {'storageType': 'u', 'pathOrInlineDv': 'ab', 'offset': 1, 'sizeInBytes': 3,"
         " 'cardinality': 1}\n"
         "keys = arrow_keys(adds_to_table([add('p=1/d.parquet', deletion_vector=dv)]), 'file:')\n"

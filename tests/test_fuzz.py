@@ -40,7 +40,7 @@ from fuzz_targets import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltalog.partitions import (
+from deltalog.protocol.partitions import (
     hive_escape,
     hive_partition_dir,
     hive_unescape,
@@ -48,9 +48,9 @@ from deltalog.partitions import (
     parse_partition_value,
     serialize_partition_value,
 )
-from deltalog.predicate_sql import parse_predicate
-from deltalog.predicates import col
-from deltalog.schema import DecimalType, PrimitiveType
+from deltalog.protocol.schema import DecimalType, PrimitiveType
+from deltalog.stats.predicate_sql import parse_predicate
+from deltalog.stats.predicates import col
 
 _OVERRIDE = os.environ.get("DELTALOG_FUZZ_EXAMPLES")
 _RANDOM = os.environ.get("DELTALOG_FUZZ_RANDOM") == "1"

@@ -25,10 +25,10 @@ from deltalog import (
     VersionGapError,
     VersionNotFoundError,
 )
-from deltalog.file_actions import FILES_SCHEMA
-from deltalog.partitions import hive_partition_dir
-from deltalog.predicate_input import as_predicate
-from deltalog.predicates import col
+from deltalog.log.file_actions import FILES_SCHEMA
+from deltalog.protocol.partitions import hive_partition_dir
+from deltalog.stats.predicate_input import as_predicate
+from deltalog.stats.predicates import col
 from deltalog.table import AppendOnlyError, DuplicateFileError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.int32())])

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from deltalog.actions import (
+from deltalog.check.findings import Findings
+from deltalog.check.state import Layout, Layouts, LiveFile, TableState, fingerprint
+from deltalog.check.stats import stats_problems
+from deltalog.errors import InvalidPathError, PartitionValueError, UnsupportedFeatureError
+from deltalog.log.file_actions import canonical_path, file_key, scheme_prefix
+from deltalog.protocol.actions import (
     Action,
     AddCDCFile,
     AddFile,
@@ -14,16 +19,11 @@ from deltalog.actions import (
     RemoveFile,
     Txn,
 )
-from deltalog.check.findings import Findings
-from deltalog.check.state import Layout, Layouts, LiveFile, TableState, fingerprint
-from deltalog.check.stats import stats_problems
-from deltalog.deletion_vectors import is_dv_tombstone
-from deltalog.errors import InvalidPathError, PartitionValueError, UnsupportedFeatureError
-from deltalog.features import DELTA_WRITER_FEATURES, check_readable
-from deltalog.file_actions import canonical_path, file_key, scheme_prefix
-from deltalog.partitions import parse_partition_value
-from deltalog.paths import check_action_path
-from deltalog.properties import property_problems
+from deltalog.protocol.deletion_vectors import is_dv_tombstone
+from deltalog.protocol.features import DELTA_WRITER_FEATURES, check_readable
+from deltalog.protocol.partitions import parse_partition_value
+from deltalog.protocol.paths import check_action_path
+from deltalog.protocol.properties import property_problems
 
 
 class ActionChecks:

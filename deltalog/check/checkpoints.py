@@ -9,7 +9,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.actions import DeletionVector, DomainMetadata, Metadata, Protocol, Txn, parse_action
 from deltalog.check.actions import ActionChecks
 from deltalog.check.state import NULL, Layout, LiveFile, TableState, fingerprint
 from deltalog.checkpoints.errors import (
@@ -24,11 +23,19 @@ from deltalog.checkpoints.last_checkpoint import (
 )
 from deltalog.checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.errors import MalformedCommitError
-from deltalog.file_actions import arrow_keys, canonical_paths, file_key
+from deltalog.log.file_actions import arrow_keys, canonical_paths, file_key
+from deltalog.log.segment import Checkpoint, classify
+from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.logstores import FileStatus
-from deltalog.paths import LAST_CHECKPOINT, commit_name
-from deltalog.segment import Checkpoint, classify
-from deltalog.storage import TableStorage, storage_errors
+from deltalog.protocol.actions import (
+    DeletionVector,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    Txn,
+    parse_action,
+)
+from deltalog.protocol.paths import LAST_CHECKPOINT, commit_name
 
 _ADD_FIELDS = ("path", "size", "partitionValues", "deletionVector", "stats")
 _REMOVE_FIELDS = ("path",)

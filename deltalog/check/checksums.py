@@ -1,7 +1,7 @@
 """Checking ``<version>.crc`` files against the replayed table state.
 
 A checksum states the number of live files, their total size, the metadata and the protocol
-at its version (:mod:`deltalog.checksum`). Each one found is compared with replay: its file
+at its version (:mod:`deltalog.log.checksum`). Each one found is compared with replay: its file
 count, metadata id and protocol always; its total size for the newest
 :data:`SIZE_CHECKS` checksums (summing sizes costs O(files), so checking every checksum of a
 long history would make the check quadratic).
@@ -9,12 +9,12 @@ long history would make the check quadratic).
 
 from __future__ import annotations
 
-from deltalog.actions import Protocol
 from deltalog.check.findings import Findings
 from deltalog.check.state import TableState
-from deltalog.checksum import VersionChecksum
+from deltalog.log.checksum import VersionChecksum
+from deltalog.log.storage import TableStorage
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.storage import TableStorage
+from deltalog.protocol.actions import Protocol
 
 #: How many of the newest checksums have their ``tableSizeBytes`` checked.
 SIZE_CHECKS = 50

@@ -5,10 +5,10 @@ from __future__ import annotations
 from deltalog.check.findings import Findings
 from deltalog.check.state import TableState
 from deltalog.errors import InvalidPathError
+from deltalog.log.root_paths import RootResolver
+from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.paths import LOG_DIR, check_action_path
-from deltalog.root_paths import RootResolver
-from deltalog.storage import TableStorage, storage_errors
+from deltalog.protocol.paths import LOG_DIR, check_action_path
 
 
 class FileChecks:

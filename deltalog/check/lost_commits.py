@@ -13,11 +13,11 @@ from __future__ import annotations
 import itertools
 import mmap
 
-from deltalog.actions import require_actions
 from deltalog.check.findings import Findings
 from deltalog.errors import EmptyCommitError
-from deltalog.paths import commit_name
-from deltalog.storage import TableStorage
+from deltalog.log.storage import TableStorage
+from deltalog.protocol.actions import require_actions
+from deltalog.protocol.paths import commit_name
 
 
 def gaps_below_checkpoint(

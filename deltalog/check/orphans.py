@@ -3,7 +3,7 @@
 Replay starts at the oldest readable checkpoint, so a commit file below it is never read. Most
 such files are old commits log cleanup has not deleted yet, and the checkpoint holds their
 changes. But a writer that created its commit after cleanup had removed the commits before it
-left an orphan: acknowledged, and in no reader's table (see :mod:`deltalog.orphans`). Each
+left an orphan: acknowledged, and in no reader's table (see :mod:`deltalog.log.orphans`). Each
 commit the walk reaches without a state to apply it to is therefore compared with the next
 checkpoint, as the writer now does right after its create, and reported as ``orphaned-commit``
 when that checkpoint shows it never held it.
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from deltalog.actions import Action
 from deltalog.check.findings import Findings
-from deltalog.logstores import FileStatus
-from deltalog.orphans import (
+from deltalog.log.orphans import (
     CLOCK_SKEW_MS,
     LaterCommits,
     Verdict,
@@ -25,8 +23,10 @@ from deltalog.orphans import (
     readable_view,
     touched_paths,
 )
-from deltalog.segment import Checkpoint
-from deltalog.storage import TableStorage
+from deltalog.log.segment import Checkpoint
+from deltalog.log.storage import TableStorage
+from deltalog.logstores import FileStatus
+from deltalog.protocol.actions import Action
 
 
 @dataclass

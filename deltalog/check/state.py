@@ -1,6 +1,6 @@
 """The table state the checker replays, and its comparison with a checkpoint.
 
-Unlike :mod:`deltalog.replay`, which keeps files columnar for speed, the checker keeps one
+Unlike :mod:`deltalog.log.replay`, which keeps files columnar for speed, the checker keeps one
 small record per live file: it must say which file, added in which version, is wrong.
 """
 
@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from deltalog.actions import Metadata, Protocol
 from deltalog.check.findings import Findings
 from deltalog.check.stats import physical_fields
 from deltalog.errors import DeltaLogError, InvalidSchemaError
-from deltalog.schema import StructType
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.protocol.schema import StructType
 
 #: At most this many findings per kind of difference between a checkpoint and replay.
 MISMATCH_LIMIT = 20

@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from deltalog.partitions import INT_RANGES
-from deltalog.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
+from deltalog.protocol.partitions import INT_RANGES
+from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 #: ``(code, message)``: ``bad-stats`` or ``stats-unknown-column``.
 Problem = tuple[str, str]

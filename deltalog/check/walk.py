@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from deltalog.actions import Action, parse_actions
 from deltalog.check.actions import ActionChecks
 from deltalog.check.checkpoints import CheckpointChecks
 from deltalog.check.checksums import SIZE_CHECKS, check_checksum
@@ -14,10 +13,11 @@ from deltalog.check.lost_commits import empty_commit, gaps_below_checkpoint
 from deltalog.check.orphans import OrphanChecks
 from deltalog.check.state import TableState, compare_checkpoint
 from deltalog.errors import MalformedCommitError, TableNotFoundError
+from deltalog.log.segment import Checkpoint, classify, list_entries
+from deltalog.log.storage import TableStorage
 from deltalog.logstores import FileStatus, LogFileNotFoundError
-from deltalog.paths import commit_name, parse_log_name
-from deltalog.segment import Checkpoint, classify, list_entries
-from deltalog.storage import TableStorage
+from deltalog.protocol.actions import Action, parse_actions
+from deltalog.protocol.paths import commit_name, parse_log_name
 
 #: ``progress(step, done, total)``: ``step`` is ``"versions"`` (log versions walked).
 Progress = Callable[[str, int, int], None]

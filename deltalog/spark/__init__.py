@@ -7,6 +7,8 @@ files the same way (delta-spark's ``OPTIMIZE``). Runs on PySpark 3.5.x and 4.x; 
 ``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
 PySpark or pandas is missing). Spark's Python workers import deltalog too, so it must be
 installed wherever the executors run.
+
+The top floor beside the CLI: may import the table facade and everything below it.
 """
 
 from importlib.util import find_spec

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import ConstraintViolationError, UnsupportedFeatureError
-from deltalog.schema import DataType, StructType
+from deltalog.protocol.schema import DataType, StructType
 
 CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 _CHAR_VARCHAR = re.compile(r"^\s*(char|varchar)\s*\(\s*(\d+)\s*\)\s*$", re.IGNORECASE)

@@ -14,29 +14,29 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from deltalog.actions import AddFile
-from deltalog.column_mapping import (
-    logical_to_physical,
-    mapping_mode,
-    physical_schema,
-)
-from deltalog.config import num_indexed_cols
 from deltalog.errors import (
     ConstraintViolationError,
     InvalidInputError,
     SparkWriteError,
 )
-from deltalog.paths import decode_path
-from deltalog.predicates import (
+from deltalog.log.storage import TableStorage
+from deltalog.protocol.actions import AddFile
+from deltalog.protocol.column_mapping import (
+    logical_to_physical,
+    mapping_mode,
+    physical_schema,
+)
+from deltalog.protocol.config import num_indexed_cols
+from deltalog.protocol.paths import decode_path
+from deltalog.protocol.schema import StructType
+from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
+from deltalog.stats.predicates import (
     And,
     In,
     IsNull,
     Or,
     Predicate,
 )
-from deltalog.schema import StructType
-from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
-from deltalog.storage import TableStorage
 
 if TYPE_CHECKING:
     import pyarrow as pa

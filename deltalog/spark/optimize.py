@@ -33,17 +33,17 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.column_mapping import physical_name
 from deltalog.errors import InvalidInputError
-from deltalog.predicate_input import PredicateLike, as_predicate
-from deltalog.predicates import matches, partition_table, validate
-from deltalog.row_tracking import refuse_table_rewrite
-from deltalog.schema import PrimitiveType, StructField, StructType
+from deltalog.protocol.column_mapping import physical_name
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.job import run_tasks, task_plan
 from deltalog.spark.staged import StagedWrite
 from deltalog.spark.task import RewriteBin, rewrite_task
 from deltalog.spark.time_zones import in_session_time_zone
+from deltalog.stats.predicate_input import PredicateLike, as_predicate
+from deltalog.stats.predicates import matches, partition_table, validate
 from deltalog.table import DeltaTable
+from deltalog.write.row_tracking import refuse_table_rewrite
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -177,7 +177,8 @@ def optimize(
         spark: The Spark session whose executors rewrite the files.
         uri: The table URI (local path, ``file://``, ``s3://``, ``gs://``, ``az://``, ...).
         where: Only these partitions: a predicate on partition columns, as SQL text
-            (``"day >= '2024-01-01'"``) or any form :func:`deltalog.predicate_input.as_predicate`
+            (``"day >= '2024-01-01'"``) or any form
+            :func:`deltalog.stats.predicate_input.as_predicate`
             accepts (as ``replace_where`` of :func:`deltalog.spark.write`).
         target_file_size: Largest bin, in bytes of input files, and so about the size of the
             files written (delta-spark's ``optimize.maxFileSize``, 1 GiB by default).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from deltalog.errors import ConflictingOptionsError, InvalidOptionError, InvalidWriteModeError
-from deltalog.predicate_input import PredicateLike
+from deltalog.stats.predicate_input import PredicateLike
 
 #: A write mode as given (any case); see :data:`MODES`.
 Mode = Literal["append", "overwrite", "error", "errorifexists", "default", "ignore"]

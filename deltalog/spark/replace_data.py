@@ -8,7 +8,7 @@ one commit, where every new row must satisfy the predicate. Here:
    which it is false or null refuses the write with :class:`ReplaceWhereMismatchError` before any
    file is written.
 2. The candidate files are the live files that may hold a matching row, by partition values and
-   statistics (:mod:`deltalog.skipping`). The transaction records them as read (a concurrent
+   statistics (:mod:`deltalog.stats.skipping`). The transaction records them as read (a concurrent
    commit that removes one conflicts) and, as read predicate, the conjuncts of the predicate on
    partition columns only (``TRUE`` if there are none), as delta-spark's conflict checker uses a
    read's partition filters.
@@ -18,7 +18,8 @@ one commit, where every new row must satisfy the predicate. Here:
 4. One commit removes the candidates and adds both sets of files.
 
 Files wholly outside the predicate are untouched. The predicate is evaluated with
-:func:`deltalog.predicates.matches` on both sides (check and rewrite), so they cannot disagree.
+:func:`deltalog.stats.predicates.matches` on both sides (check and rewrite), so they cannot
+disagree.
 """
 
 from __future__ import annotations
@@ -32,19 +33,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidPredicateError, ReplaceWhereMismatchError, SparkWriteError
-from deltalog.file_stats import UnusableParsedStats
-from deltalog.predicates import TRUE, And, Predicate, matches
-from deltalog.row_tracking import refuse_table_rewrite
-from deltalog.schema import StructType
-from deltalog.skipping import prune_files
+from deltalog.protocol.schema import StructType
 from deltalog.spark.staged import StagedWrite
+from deltalog.stats.file_stats import UnusableParsedStats
+from deltalog.stats.predicates import TRUE, And, Predicate, matches
+from deltalog.stats.skipping import prune_files
+from deltalog.write.row_tracking import refuse_table_rewrite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from deltalog.actions import AddFile
+    from deltalog.protocol.actions import AddFile
     from deltalog.table import DeltaTable
-    from deltalog.transaction import Transaction
+    from deltalog.write.transaction import Transaction
 
 __all__ = ["check_predicate_columns", "is_data_predicate", "partition_part", "stage_data_replace"]
 
@@ -145,8 +146,8 @@ def kept_rows_task(
     Files are read through the table's store as :func:`deltalog.read.read_rows` reads them
     (partition values typed, deletion vectors applied).
     """
+    from deltalog.log.storage import TableStorage
     from deltalog.read import _read_file
-    from deltalog.storage import TableStorage
 
     storage = TableStorage.open(plan.uri, dict(plan.storage_options) or None)
     schema = StructType.from_json_string(plan.table_schema)

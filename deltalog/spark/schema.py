@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deltalog.errors import PartitioningMismatchError, SchemaMismatchError
-from deltalog.schema import ArrayType, DataType, MapType, StructField, StructType
-from deltalog.schema_merge import fits
+from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltalog.write.schema_merge import fits
 
 
 def as_nullable(t: DataType, *, keep_metadata: bool = True) -> DataType:
@@ -56,7 +56,7 @@ def match_columns(
     """Pair each DataFrame column with its table column, or refuse the write.
 
     As in delta-spark, a struct column may lack nested fields the table has, or hold them in
-    another order (see :func:`deltalog.schema_merge.fits`); with ``mergeSchema`` the caller
+    another order (see :func:`deltalog.write.schema_merge.fits`); with ``mergeSchema`` the caller
     passes the merged table schema.
 
     Returns:

@@ -11,18 +11,18 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deltalog.actions import AddFile
-from deltalog.commit import num_records, try_write
 from deltalog.errors import (
     CommitStatusUnknownError,
     ProtocolChangedError,
     StorageError,
     TransactionClosedError,
 )
-from deltalog.paths import decode_path
-from deltalog.storage import TableStorage
+from deltalog.log.storage import TableStorage
+from deltalog.protocol.actions import AddFile
+from deltalog.protocol.paths import decode_path
 from deltalog.table import DeltaTable
-from deltalog.transaction import Transaction
+from deltalog.write.commit import num_records, try_write
+from deltalog.write.transaction import Transaction
 
 if TYPE_CHECKING:
     pass

@@ -26,19 +26,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.column_mapping import (
+from deltalog.errors import ConstraintViolationError, SchemaMismatchError
+from deltalog.logstores import LogStore, open_store
+from deltalog.protocol.column_mapping import (
     PARQUET_FIELD_ID,
     arrow_with_field_ids,
     physical_schema,
     to_physical_batch,
 )
-from deltalog.errors import ConstraintViolationError, SchemaMismatchError
-from deltalog.logstores import LogStore, open_store
-from deltalog.partitions import hive_partition_dir, serialize_partition_value
-from deltalog.paths import encode_path
-from deltalog.schema import StructType
+from deltalog.protocol.partitions import hive_partition_dir, serialize_partition_value
+from deltalog.protocol.paths import encode_path
+from deltalog.protocol.schema import StructType
 from deltalog.spark.constraints import enforce, has_constraints
-from deltalog.stats import FooterInfo, compute_stats
+from deltalog.stats.footers import FooterInfo, compute_stats
 
 #: Spark DDL of the rows a task returns: one per data file, and one with ``violation`` set
 #: (every other column null) when a row broke a constraint.

@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from deltalog.errors import (
     InvalidPredicateError,
 )
-from deltalog.predicates import (
+from deltalog.protocol.schema import PrimitiveType, StructType
+from deltalog.stats.predicates import (
     And,
     Comparison,
     In,
@@ -23,7 +24,6 @@ from deltalog.predicates import (
     Or,
     Predicate,
 )
-from deltalog.schema import PrimitiveType, StructType
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -15,16 +15,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from deltalog import in_commit_timestamps as ict
-from deltalog import row_tracking
-from deltalog.actions import Action, AddFile, Txn, serialize_actions
-from deltalog.clock import now_ms
-from deltalog.clustering import check_clustering_stats
-from deltalog.column_mapping import (
-    map_new_columns,
-    physical_name,
-)
-from deltalog.commit import make_commit_info, write_metrics
 from deltalog.errors import (
     AppendOnlyError,
     InvalidInputError,
@@ -33,15 +23,15 @@ from deltalog.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from deltalog.predicate_input import PredicateLike, as_predicate
-from deltalog.predicates import (
-    Predicate,
-    matches,
-    partition_table,
-    validate,
+from deltalog.log import in_commit_timestamps as ict
+from deltalog.log.clock import now_ms
+from deltalog.log.storage import TableStorage
+from deltalog.protocol.actions import Action, AddFile, Txn, serialize_actions
+from deltalog.protocol.column_mapping import (
+    map_new_columns,
+    physical_name,
 )
-from deltalog.schema import StructType
-from deltalog.schema_merge import merge_schemas, type_widening_enabled
+from deltalog.protocol.schema import StructType
 from deltalog.spark.constraints import refuse_unenforced_constraints
 from deltalog.spark.job import run_job, written_partitions
 from deltalog.spark.options import (
@@ -61,9 +51,19 @@ from deltalog.spark.replace_data import (
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
 from deltalog.spark.staged import StagedWrite, WriteResult
 from deltalog.spark.time_zones import in_session_time_zone, session_time_zone
-from deltalog.storage import TableStorage
+from deltalog.stats.predicate_input import PredicateLike, as_predicate
+from deltalog.stats.predicates import (
+    Predicate,
+    matches,
+    partition_table,
+    validate,
+)
 from deltalog.table import DeltaTable, SchemaMode, new_table_actions
-from deltalog.table_changes import protocol_for_schema
+from deltalog.write import row_tracking
+from deltalog.write.clustering import check_clustering_stats
+from deltalog.write.commit import make_commit_info, write_metrics
+from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
+from deltalog.write.table_changes import protocol_for_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -110,7 +110,7 @@ def write(
       schema and ``partition_by`` as its partitioning, in the same commit.
     * ``mergeSchema=true`` (or the session's ``spark.databricks.delta.schema.autoMerge.enabled``)
       adds the DataFrame's new columns, nested fields included, to the table schema in the
-      same commit (see :mod:`deltalog.schema_merge` for the rules).
+      same commit (see :mod:`deltalog.write.schema_merge` for the rules).
     * ``txnAppId``/``txnVersion`` make the write idempotent: if the table already records
       ``txnVersion`` (or later) for ``txnAppId``, nothing is written (a retried micro-batch).
 
@@ -124,8 +124,9 @@ def write(
             ``userMetadata``, ``partitionOverwriteMode``, ``maxRecordsPerFile``.
         partition_by: Partition columns of a new table; for an existing table, empty or the
             table's own (other columns only with ``overwriteSchema`` in overwrite mode).
-        replace_where: ``replaceWhere``, also as a :class:`~deltalog.predicates.Predicate` or
-            any form :func:`deltalog.predicate_input.as_predicate` accepts. On data columns, the
+        replace_where: ``replaceWhere``, also as a :class:`~deltalog.stats.predicates.Predicate` or
+            any form :func:`deltalog.stats.predicate_input.as_predicate` accepts. On data columns,
+            the
             files holding matching rows are rewritten without them (see
             :mod:`deltalog.spark.replace_data`).
         partition_overwrite_mode: ``partitionOverwriteMode``.

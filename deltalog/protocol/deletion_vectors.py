@@ -1,0 +1,217 @@
+"""Deletion vectors: find, read and decode the row indexes a DV invalidates.
+
+A deletion vector descriptor (the ``deletionVector`` of an ``add``) names a set of row indexes
+of its data file that readers must skip. Per the Delta protocol:
+
+* ``storageType='i'``: the serialized bitmap is inline, Z85-encoded, in ``pathOrInlineDv``;
+* ``storageType='u'``: it is in ``<table>/<prefix>/deletion_vector_<uuid>.bin`` where
+  ``pathOrInlineDv`` is ``<prefix><uuid as 20 Z85 characters>``, at byte ``offset``;
+* ``storageType='p'``: it is in the file ``pathOrInlineDv`` (an absolute, URI-encoded path).
+
+A DV file is a version byte (1) followed by DVs, each a big-endian 4-byte size, the bitmap bytes
+and a big-endian CRC-32 of them. The bitmap is decoded by :mod:`deltalog.protocol.roaring`.
+
+A DV is bounded by its data file's row count before it is read or expanded: its declared
+cardinality and size must be possible for that many rows, and the decoder checks every
+container against both, so a malicious DV fails in milliseconds instead of expanding billions
+of row indexes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import uuid
+import zlib
+from array import array
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow import values as av
+from deltalog.errors import DeletionVectorError
+from deltalog.protocol.roaring import (
+    NATIVE_MAGIC,
+    PORTABLE_MAGIC,
+    decode_bitmap,
+    max_serialized_size,
+)
+
+__all__ = [
+    "NATIVE_MAGIC",
+    "PORTABLE_MAGIC",
+    "DeletionVectorError",
+    "decode_bitmap",
+    "dv_file_path",
+    "is_dv_tombstone",
+    "live_mask",
+    "read_deletion_vector",
+    "z85_decode",
+]
+
+Z85_ALPHABET = (
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+)
+#: Each byte's Z85 digit value, 255 for bytes outside the alphabet (for ``bytes.translate``).
+_Z85 = bytes(Z85_ALPHABET.find(chr(b)) % 256 if chr(b) in Z85_ALPHABET else 255 for b in range(256))
+
+
+def z85_decode(text: str, size: int | None = None) -> bytes:
+    """Decode Z85 text (groups of five characters to four bytes), truncated to ``size``.
+
+    Vectorised: the characters become digits through one table lookup, the groups words
+    through Arrow kernels.
+
+    Raises:
+        DeletionVectorError: A character outside the alphabet, or a length not a multiple of 5.
+    """
+    if len(text) % 5:
+        raise DeletionVectorError(f"Z85 text of length {len(text)} is not a multiple of 5")
+    try:
+        digits = text.encode("ascii").translate(_Z85)
+    except UnicodeEncodeError as exc:
+        raise DeletionVectorError("deletion vector text is not valid Z85") from exc
+    if b"\xff" in digits:
+        raise DeletionVectorError("deletion vector text is not valid Z85")
+    count = len(digits) // 5
+    if not count:
+        return b""
+    flat = pa.Array.from_buffers(pa.uint8(), len(digits), [None, pa.py_buffer(digits)])
+    groups = pa.FixedSizeListArray.from_arrays(flat, 5)
+    base = av.scalar(85, pa.uint64())
+    words = pc.list_element(groups, av.scalar(0, pa.int32())).cast(pa.uint64())
+    for k in range(1, 5):
+        digit = pc.list_element(groups, av.scalar(k, pa.int32())).cast(pa.uint64())
+        words = pc.add(pc.multiply(words, base), digit)
+    if pc.max(words).as_py() >= 1 << 32:
+        raise DeletionVectorError("deletion vector text is not valid Z85")
+    packed = array("I", words.cast(pa.uint32()).buffers()[1].to_pybytes()[: 4 * count])
+    if sys.byteorder == "little":  # Z85 words are big-endian
+        packed.byteswap()
+    out = packed.tobytes()
+    return out if size is None else out[:size]
+
+
+def dv_file_path(descriptor: Mapping[str, Any]) -> str | None:
+    """The DV file's path (relative to the table root for ``'u'``), or ``None`` when inline.
+
+    Raises:
+        DeletionVectorError: An unknown storage type or a malformed UUID.
+    """
+    kind = descriptor.get("storageType")
+    text = str(descriptor.get("pathOrInlineDv") or "")
+    if kind == "i":
+        return None
+    if kind == "p":
+        return text
+    if kind == "u":
+        if len(text) < 20:
+            raise DeletionVectorError(f"deletion vector id {text!r} is shorter than a UUID")
+        prefix, encoded = text[:-20], text[-20:]
+        name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
+        return f"{prefix}/{name}" if prefix else name
+    raise DeletionVectorError(f"unknown deletion vector storage type {kind!r}")
+
+
+#: A DV file's name, as delta-spark matches it (``DeletionVectorDescriptor``).
+_DV_FILE_NAME = re.compile(r"deletion_vector_[^.]+\.bin")
+
+
+def is_dv_tombstone(path: str, descriptor: Mapping[str, Any] | None) -> bool:
+    """Whether a ``remove`` of ``path`` (with ``descriptor``) is a deletion-vector tombstone.
+
+    Dropping the ``deletionVectors`` feature, delta-spark (4.x) commits a ``remove`` of each
+    DV file the table's tombstones still point to (operation "Deletion Vector Tombstones", no
+    ``deletionVector``, ``dataChange=false``) so that vacuum deletes those files in time. Such a
+    remove names a file that was never added, and is recognised, as delta-spark does, by the
+    file name ``deletion_vector_<id>.bin``.
+    """
+    return descriptor is None and _DV_FILE_NAME.fullmatch(path.rsplit("/", 1)[-1]) is not None
+
+
+def read_deletion_vector(
+    descriptor: Mapping[str, Any], read_file: Callable[[str], bytes], *, num_rows: int
+) -> pa.Array:
+    """The row indexes the DV invalidates, ascending, as a ``uint64`` array.
+
+    The descriptor's cardinality and size are checked against ``num_rows`` before the DV is
+    read, and the bitmap against both while it is decoded (see :mod:`deltalog.protocol.roaring`).
+
+    Args:
+        descriptor: The ``deletionVector`` of an ``add`` (JSON field names).
+        read_file: Reads a DV file given :func:`dv_file_path`'s path.
+        num_rows: The data file's row count (its Parquet footer's): every index is below it.
+
+    Raises:
+        DeletionVectorError: The DV does not decode, names a row the file does not have, or
+            its count differs from ``cardinality``.
+    """
+    size = _field(descriptor, "sizeInBytes", 0)
+    cardinality = _field(descriptor, "cardinality", None)
+    if cardinality is not None and cardinality > num_rows:
+        raise DeletionVectorError(
+            f"deletion vector deletes {cardinality} rows of a data file that has {num_rows}"
+        )
+    if size > max_serialized_size(num_rows):
+        raise DeletionVectorError(
+            f"deletion vector of {size} bytes is larger than any bitmap of {num_rows} rows"
+        )
+    path = dv_file_path(descriptor)
+    if path is None:
+        text = str(descriptor.get("pathOrInlineDv") or "")
+        if len(text) // 5 * 4 < size:
+            raise DeletionVectorError(
+                f"inline deletion vector of {len(text)} characters is shorter than {size} bytes"
+            )
+        data = z85_decode(text[: (size + 3) // 4 * 5], size)
+    else:
+        data = _from_file(read_file(path), _field(descriptor, "offset", 0), size)
+    return decode_bitmap(data, num_rows=num_rows, cardinality=cardinality)
+
+
+def _field(descriptor: Mapping[str, Any], name: str, default: int | None) -> Any:
+    """A non-negative integer field of the descriptor, or ``default`` when it is absent."""
+    value = descriptor.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DeletionVectorError(f"deletion vector {name} {value!r} is not a count")
+    return value
+
+
+def _from_file(blob: bytes, offset: int, size: int) -> bytes:
+    if offset < 1 or offset + 4 + size + 4 > len(blob) or blob[0] != 1:
+        raise DeletionVectorError("deletion vector lies outside its file, or the file is not v1")
+    stored = int.from_bytes(blob[offset : offset + 4], "big")
+    if stored != size:
+        raise DeletionVectorError(f"deletion vector size {stored} differs from {size}")
+    data = blob[offset + 4 : offset + 4 + size]
+    checksum = int.from_bytes(blob[offset + 4 + size : offset + 8 + size], "big")
+    if zlib.crc32(data) != checksum:
+        raise DeletionVectorError("deletion vector checksum mismatch")
+    return data
+
+
+def live_mask(deleted: pa.Array, num_rows: int) -> pa.Array:
+    """A ``bool`` mask of ``num_rows`` rows, false at the ``deleted`` indexes.
+
+    ``deleted`` must ascend strictly and lie below ``num_rows`` (as :func:`read_deletion_vector`
+    returns it). No hashing and no per-row Python work: the rows are cut into segments at
+    every deleted index and the index after it (``0, d0, d0 + 1, d1, d1 + 1, ..., num_rows``,
+    as the offsets of a list array, empty segments allowed), and a row is deleted exactly when
+    the segment it falls in (Arrow's ``list_parent_indices``) is an odd one.
+    """
+    if not len(deleted):
+        return av.bools(True, num_rows)
+    rows = deleted.cast(pa.int64())
+    one = av.int64(1)
+    slots = av.int_range(0, 2 * len(rows))
+    bounds = pc.add(pc.take(rows, pc.shift_right(slots, one)), pc.bit_wise_and(slots, one))
+    offsets = pa.concat_arrays(
+        [pa.repeat(av.int64(0), 1), bounds, pa.repeat(av.int64(num_rows), 1)]
+    )
+    segments = pa.LargeListArray.from_arrays(offsets, pa.nulls(num_rows))
+    parity = pc.bit_wise_and(pc.list_parent_indices(segments), one)
+    return pc.equal(parity, av.int64(0))
