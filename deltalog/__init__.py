@@ -90,6 +90,7 @@ if TYPE_CHECKING:
         UnsafeStorageError,
         UnsupportedFeatureError,
         UnsupportedParquetTypeError,
+        VacuumEndError,
         VersionGapError,
         VersionNotFoundError,
     )
@@ -117,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "RetentionTooShortError": "deltalog.errors",
     "InvalidRetentionError": "deltalog.errors",
     "CannotVacuumLiteError": "deltalog.errors",
+    "VacuumEndError": "deltalog.errors",
     "CheckReport": "deltalog.check",
     "CommitAttemptsExhaustedError": "deltalog.errors",
     "ClusteringChangeError": "deltalog.errors",
@@ -268,6 +270,7 @@ __all__ = [
     "UnsafeStorageError",
     "UnsupportedFeatureError",
     "UnsupportedParquetTypeError",
+    "VacuumEndError",
     "VersionGapError",
     "VersionNotFoundError",
     "__version__",
