@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         UnsafeStorageError,
         UnsupportedFeatureError,
         UnsupportedParquetTypeError,
+        VacuumEndError,
         VersionGapError,
         VersionNotFoundError,
     )
@@ -118,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "RetentionTooShortError": "deltalog.errors",
     "InvalidRetentionError": "deltalog.errors",
     "CannotVacuumLiteError": "deltalog.errors",
+    "VacuumEndError": "deltalog.errors",
     "CheckReport": "deltalog.check",
     "CommitAttemptsExhaustedError": "deltalog.errors",
     "ClusteringChangeError": "deltalog.errors",
@@ -269,6 +271,7 @@ __all__ = [
     "UnsafeStorageError",
     "UnsupportedFeatureError",
     "UnsupportedParquetTypeError",
+    "VacuumEndError",
     "VersionGapError",
     "VersionNotFoundError",
     "__version__",
@@ -280,7 +283,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """Import a public name's module on first use and cache the name in this module."""
     module = _EXPORTS.get(name)
-    if module is None and name in _MOVED:  # deltalog.column_mapping etc. (deprecated)
+    if module is None and name in _MOVED:  # deltalog.protocol.column_mapping etc. (deprecated)
         return importlib.import_module(f"deltalog.{name}")
     if module is None:
         raise AttributeError(f"module 'deltalog' has no attribute {name!r}")

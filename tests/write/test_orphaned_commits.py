@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from servers.fixtures import cloud_location
-from tableutil import commit_one, one_row_add
+from tableutil import commit_one, one_row_add, put_data_file
 
 import deltalog.write.commit as commit_module
 from deltalog import (
@@ -97,7 +97,7 @@ def test_blind_append_created_below_a_fresh_checkpoint_moves_to_the_head(
     writer = DeltaTable(uri, storage_options=options, background_checkpoints=False)
     between_check_and_create(_others_commit_checkpoint_and_clean(other, 2))
 
-    version = commit_one(writer, "a.parquet")
+    version = commit_one(writer, put_data_file(writer, "a.parquet"))
 
     # Not 2: version 2 is the other writer's, acknowledged to it and held by checkpoint 3.
     assert version == 4
@@ -235,7 +235,7 @@ def test_orphan_whose_store_said_taken_is_found_and_moved_on(
             raise FileAlreadyExistsError(path)
 
     monkeypatch.setattr(LocalLogStore, "write", write_then_say_taken)
-    assert commit_one(writer, "a.parquet") == 4
+    assert commit_one(writer, put_data_file(writer, "a.parquet")) == 4
     assert lied
     assert _paths(DeltaTable(uri)) == ["a.parquet", "b1.parquet", "b2.parquet", "b3.parquet"]
     assert check_table(uri, data_files=False).clean
