@@ -29,6 +29,7 @@ print("ok import deltalog is light")
 needs = {
     "deltalog.logstores.s3": "s3",
     "deltalog.logstores.dynamodb": "s3",
+    "deltalog.logstores.s3_open": "s3",
     "deltalog.logstores.gcs": "gcs",
     "deltalog.logstores.azure": "azure",
 }
