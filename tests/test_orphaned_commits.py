@@ -11,6 +11,8 @@ withdraws the orphan, and moves a blind append on to the head, or raises
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -345,7 +347,9 @@ def _view(**changes: Any) -> CheckpointView:
 
 
 def _judge(actions: list[Any], view: CheckpointView, **kw: Any) -> Verdict:
-    return judge(actions, view, "", tombstones_kept=kw.pop("kept", True), **kw)
+    # kept=False: so long after the commit that a tombstone may have expired (a week)
+    elapsed = 0 if kw.pop("kept", True) else 30 * 86_400_000
+    return judge(actions, view, "", elapsed_ms=elapsed, **kw)
 
 
 def test_judge_by_the_files_first() -> None:
@@ -362,16 +366,100 @@ def test_judge_by_the_files_first() -> None:
 
 def test_judge_removes_txns_and_metadata() -> None:
     remove = RemoveFile("f.parquet", deletion_timestamp=7)
+    every_later = LaterCommits(complete=True)
     assert _judge([remove], _view(tombstones={"f.parquet": 7})) is Verdict.LANDED
-    assert _judge([remove], _view(live={"f.parquet": (1, 0)})) is Verdict.ORPHANED
-    readded = LaterCommits(added={"f.parquet"})
-    assert _judge([remove], _view(live={"f.parquet": (1, 0)}), later=readded) is Verdict.UNKNOWN
+    live = _view(live={"f.parquet": (1, 0)})
+    assert _judge([remove], live, later=every_later) is Verdict.ORPHANED
+    readded = LaterCommits(added={"f.parquet"}, complete=True)
+    assert _judge([remove], live, later=readded) is Verdict.UNKNOWN
     txn = Txn("app", 5, last_updated=9)
     assert _judge([txn], _view(txns={"app": (5, 9)})) is Verdict.LANDED
-    assert _judge([txn], _view(txns={"app": (4, 1)})) is Verdict.ORPHANED
+    assert _judge([txn], _view(txns={"app": (4, 1)}), later=every_later) is Verdict.ORPHANED
     assert _judge([Metadata(id="m", configuration={})], _view()) is Verdict.LANDED
     assert _judge([Metadata(id="m", configuration={"k": "v"})], _view()) is Verdict.UNKNOWN
     info = make_commit_info(
         operation="VACUUM START", parameters={}, read_version=2, is_blind_append=True
     )
     assert _judge([info], _view()) is Verdict.LANDED  # nothing a checkpoint could show
+
+
+def test_judge_a_live_removed_file_or_lower_txn_tells_nothing_while_later_commits_are_gone() -> (
+    None
+):
+    """Cleanup removed some commits between: one of them may have re-added the file or
+    rewritten the app id's txn, so only the add rule (bounded by the tombstones) decides."""
+    remove = RemoveFile("f.parquet", deletion_timestamp=7)
+    assert _judge([remove], _view(live={"f.parquet": (1, 0)})) is Verdict.UNKNOWN
+    some_read = LaterCommits(removed={"g.parquet"})  # complete=False
+    assert _judge([remove], _view(live={"f.parquet": (1, 0)}), later=some_read) is Verdict.UNKNOWN
+    txn = Txn("app", 5, last_updated=9)
+    assert _judge([txn], _view(txns={"app": (4, 1)})) is Verdict.UNKNOWN
+    assert _judge([txn], _view(txns={"app": (4, 1)}), later=some_read) is Verdict.UNKNOWN
+    # A missing add stays decisive while no tombstone can have expired.
+    add = one_row_add("a.parquet")
+    assert _judge([remove, add], _view(live={"f.parquet": (1, 0)})) is Verdict.ORPHANED
+
+
+# ------------------------------------------- a legitimate commit is never judged an orphan
+def _restore_append_checkpoint_and_clean(
+    uri: str, keep: str
+) -> Callable[[LogStore, str, bytes], None]:
+    """After the DELETE's ``2.json`` is created: another writer restores ``a.parquet`` (3),
+    checkpoints, appends (4), checkpoints and cleans up the log. ``keep``'s modification time is
+    put an hour ahead first (log file times need not follow versions: another writer's clock
+    or upload), so cleanup deletes 0, 1 and 3 but leaves it."""
+
+    def run(store: LogStore, path: str, data: bytes) -> None:
+        other = DeltaTable(uri, background_checkpoints=False)
+        tx = other.transaction("RESTORE")
+        tx.add(one_row_add("a.parquet"))
+        assert tx.commit() == 3
+        other.checkpoint()
+        assert commit_one(other, "b.parquet") == 4
+        other.checkpoint()
+        if keep:
+            ahead = time.time() + 3600
+            os.utime(os.path.join(uri, "_delta_log", keep), (ahead, ahead))
+        deleted = other.cleanup_log()
+        assert _name(3) in deleted and (_name(2) in deleted) is not bool(keep), deleted
+
+    return run
+
+
+@pytest.mark.parametrize("keep", ["", _name(2)])
+def test_legit_commit_whose_later_commits_cleanup_removed_is_not_withdrawn(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, keep: str
+) -> None:
+    """Checkpoint 4 shows the file the DELETE removed live, and commit 3, which re-added it, is
+    gone: that cannot tell the DELETE's absence from a later re-add. It used to be judged an
+    orphan: its file deleted and the caller told "nothing was written" (re-running the DELETE
+    then removes the file the RESTORE brought back)."""
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA, configuration=NO_RETENTION)
+    writer = DeltaTable(uri, background_checkpoints=False)
+    assert commit_one(writer, "a.parquet") == 1
+    after_create = _restore_append_checkpoint_and_clean(uri, keep)
+    real_write = LocalLogStore.write
+
+    def write(self: LocalLogStore, path: str, data: bytes, **kw: Any) -> None:
+        real_write(self, path, data, **kw)
+        if path.endswith(_name(2)):
+            after_create(self, path, data)
+
+    monkeypatch.setattr(LocalLogStore, "write", write)
+    tx = writer.transaction("DELETE")
+    tx.remove(["a.parquet"])
+    with pytest.raises(CommitStatusUnknownError) as err:
+        tx.commit()
+    monkeypatch.undo()
+
+    assert err.value.version == 2
+    message = str(err.value)
+    assert "nothing was written" not in message and "cannot tell" in message
+    # It does not claim the commit is in the history either (it may not be).
+    assert "either way" not in message and "left in place" in message
+    storage = TableStorage.open(uri)
+    assert storage.store.exists(storage.log_file(_name(2))) is bool(keep)  # never deleted
+    assert _paths(DeltaTable(uri)) == ["a.parquet", "b.parquet"]
+    codes = check_table(uri, data_files=False).codes()
+    assert "orphaned-commit" not in codes  # below checkpoint 4, and held by it
