@@ -26,7 +26,7 @@ from deltalog.errors import (
     StorageError,
 )
 from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
-from deltalog.paths import checkpoint_name, commit_name, parse_log_name
+from deltalog.paths import commit_name, parse_log_name
 from deltalog.storage import TableStorage, storage_errors
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
@@ -171,21 +171,24 @@ def try_write(
 def _version_is_free(storage: TableStorage, version: int) -> bool:
     """Whether ``version`` (> 0) can be created: ``False`` when it exists already.
 
-    Log cleanup deletes oldest first, never the newest checkpoint and never a commit after it.
-    So once ``version`` has been written, some log file at ``version`` or later exists for
-    good; and when cleanup has deleted ``version``, it deleted ``version - 1`` before. The
-    listing of what is at or after ``version`` therefore comes first, the look for
-    ``version - 1`` second.
+    One listing from ``version - 1`` tells both what :func:`try_write` needs to know before its
+    create: that nothing at or after ``version`` exists, and that commit ``version - 1`` (or a
+    checkpoint at it) does. Log cleanup deletes a commit only behind a newer checkpoint and
+    never deletes the newest checkpoint, so once ``version`` has been written and cleaned up,
+    some checkpoint after it exists for good, and the listing shows it. What happens after the
+    listing is the create's own race, which the check after the create covers
+    (:func:`~deltalog.commit_outcome.confirm_in_history`).
 
     Raises:
         SnapshotExpiredError: ``version`` existed and was cleaned up, or ``version - 1`` is gone.
         StorageError: The store failed.
     """
-    later = [
+    listed = [
         parsed
-        for status in storage.list_log(commit_name(version)[:20])
-        if (parsed := parse_log_name(status.name)) is not None and parsed.version >= version
+        for status in storage.list_log(commit_name(version - 1)[:20])
+        if (parsed := parse_log_name(status.name)) is not None and parsed.version >= version - 1
     ]
+    later = [p for p in listed if p.version >= version]
     if later:
         if any(p.version == version and p.kind == "commit" for p in later):
             return False
@@ -199,12 +202,8 @@ def _version_is_free(storage: TableStorage, version: int) -> bool:
             "moved past this writer's snapshot by more than delta.logRetentionDuration); "
             "nothing was written; re-run the operation on the latest version"
         )
-    with storage_errors(f"cannot check commit {version - 1}"):
-        store, before = storage.store, version - 1
-        previous = store.exists(storage.log_file(commit_name(before))) or store.exists(
-            storage.log_file(checkpoint_name(before))  # a log kept from a checkpoint on
-        )
-    if not previous:
+    # A log kept from a checkpoint on may start with the checkpoint at version - 1.
+    if not any(p.version == version - 1 and p.kind in ("commit", "checkpoint") for p in listed):
         raise SnapshotExpiredError(
             f"cannot commit version {version}: commit {version - 1} is gone, so the log "
             "was cleaned up past this writer's snapshot (older than "

@@ -244,46 +244,62 @@ def test_orphan_whose_store_said_taken_is_found_and_moved_on(
 
 
 class CountingStore(LogStore):
-    """Delegates to a store and counts listings (the verification's only request)."""
+    """Delegates to a store and records every request: (kind, file name)."""
 
     def __init__(self, inner: LogStore) -> None:
         self.inner = inner
-        self.listings: list[str] = []
+        self.requests: list[tuple[str, str]] = []
+
+    def _note(self, kind: str, path: str) -> None:
+        self.requests.append((kind, path.rsplit("/", 1)[-1]))
 
     def read(self, path: str) -> bytes:
+        self._note("GET", path)
         return self.inner.read(path)
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        self._note("PUT", path)
         self.inner.write(path, data, overwrite=overwrite)
 
     def list_from(self, path: str) -> Iterator[FileStatus]:
-        self.listings.append(path.rsplit("/", 1)[-1])
+        self._note("LIST", path)
         return self.inner.list_from(path)
 
     def list_tree(self, path: str) -> Iterator[FileStatus]:
+        self._note("LIST", path)
         return self.inner.list_tree(path)
 
     def delete(self, path: str) -> None:
+        self._note("DELETE", path)
         self.inner.delete(path)
 
     def stat(self, path: str) -> FileStatus:
+        self._note("HEAD", path)
         return self.inner.stat(path)
 
+    def exists(self, path: str) -> bool:
+        self._note("HEAD", path)
+        return self.inner.exists(path)
 
-@pytest.mark.parametrize(
-    ("retention", "listings"), [("interval 30 days", 0), ("interval 0 seconds", 2)]
-)
-def test_verification_costs_one_listing_and_only_when_cleanup_may_have_passed(
-    tmp_path: Any, retention: str, listings: int
+
+@pytest.mark.parametrize("retention", ["interval 30 days", "interval 0 seconds"])
+def test_a_commit_costs_one_listing_before_and_one_after_only_when_cleanup_may_have_passed(
+    tmp_path: Any, retention: str
 ) -> None:
+    """Before the create, one listing from the previous version shows both that it exists and
+    that nothing after it does (no HEAD of the previous commit besides); after it, one listing
+    looks for a newer checkpoint. With a long retention neither is needed."""
     uri = str(tmp_path / "t")
-    DeltaTable.create(uri, SCHEMA, configuration={"delta.logRetentionDuration": retention})
+    config = {"delta.logRetentionDuration": retention, "delta.checkpointInterval": "100"}
+    DeltaTable.create(uri, SCHEMA, configuration=config)
     writer = DeltaTable(uri, background_checkpoints=False)
     counting = CountingStore(writer._storage.store)
     writer._storage.store = counting
     commit_one(writer, "a.parquet")
-    # With cleanup possible: the pre-check lists from 1 (as before) and the new check once more.
-    assert counting.listings == [_name(1)[:20]] * listings
+    expected = [("PUT", _name(1))]
+    if retention == "interval 0 seconds":
+        expected = [("LIST", _name(0)[:20]), *expected, ("LIST", _name(1)[:20])]
+    assert [r for r in counting.requests if not r[1].endswith(".crc")] == expected
 
 
 def _orphan_left_by_an_old_writer(uri: str) -> None:
@@ -329,6 +345,28 @@ def test_check_accepts_commits_below_a_checkpoint_that_holds_them(tmp_path: Any)
     report = check_table(uri, data_files=False)
     assert report.clean, report.findings
     assert "orphaned-commit" not in report.codes()
+
+
+def test_check_does_not_call_a_commit_lost_when_a_commit_that_explains_it_is_gone(
+    tmp_path: Any,
+) -> None:
+    """Commit 2 removes a.parquet, 3 adds it back; checkpoint 4 shows it live. With commit 3
+    gone (a hole: ``version-gap``), checkpoint 4 does not show that 2 is lost."""
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA)
+    table = DeltaTable(uri, background_checkpoints=False)
+    commit_one(table, "a.parquet")
+    with table.transaction("DELETE") as tx:
+        tx.remove("a.parquet")
+    commit_one(table, "a.parquet")
+    commit_one(table, "b.parquet")
+    table.checkpoint()  # version 4
+    storage = TableStorage.open(uri)
+    for v in (0, 1, 3):
+        storage.store.delete(storage.log_file(_name(v)))
+    codes = check_table(uri, data_files=False).codes()
+    assert "version-gap" in codes
+    assert "orphaned-commit" not in codes
 
 
 # ---------------------------------------------------------------------- the judgement itself
