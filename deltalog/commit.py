@@ -25,7 +25,7 @@ from deltalog.errors import (
     StorageConfigurationError,
     StorageError,
 )
-from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
+from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError, WriteNotSentError
 from deltalog.paths import commit_name, parse_log_name
 from deltalog.storage import TableStorage, storage_errors
 
@@ -146,7 +146,8 @@ def try_write(
             nothing was written.
         CommitStatusUnknownError: The store failed in a way that leaves open whether the
             commit landed.
-        StorageError: The store failed otherwise (nothing was written).
+        StorageError: The store failed otherwise, or refused the write before sending it
+            (``logstores.WriteNotSentError``); nothing was written.
     """
     since = now_ms()
     if version > 0 and check_previous and not _version_is_free(storage, version):
@@ -161,6 +162,8 @@ def try_write(
     except StorageConfigurationError:  # refused before anything was sent
         raise
     except StorageError as exc:  # the write may have landed all the same
+        if isinstance(exc.__cause__, WriteNotSentError):  # ... unless it was never sent
+            raise
         if not resolve_failed_write(storage, version, data, exc):
             return False
     if version > 0 and check_previous:

@@ -16,6 +16,7 @@ from .errors import (
     StoreUnavailableError,
     UnknownSchemeError,
     UnsafeStoreConfigurationError,
+    WriteNotSentError,
 )
 from .local import LocalLogStore
 from .memory import MemoryLogStore
@@ -37,6 +38,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnknownSchemeError",
     "UnsafeStoreConfigurationError",
+    "WriteNotSentError",
     "open_store",
     "scheme_of",
 ]

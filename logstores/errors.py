@@ -14,7 +14,9 @@ a :class:`LogStoreError`; SDK exceptions are mapped at the store boundary with `
     │   └── UnsafeStoreConfigurationError (no real compare-and-swap is available)
     ├── OrphanedCommitEntryError    (an external store's incomplete entry cannot be finished)
     └── StoreIOError                (any other failure talking to the storage)
-        └── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
+        ├── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
+        └── WriteNotSentError       (a write stopped before the request that decides it:
+                                     it cannot land later)
 """
 
 from __future__ import annotations
@@ -67,6 +69,16 @@ class StoreUnavailableError(StoreIOError):
     """A transient failure (server error, timeout, dropped connection); retrying may succeed.
 
     After such a failure the request may or may not have taken effect.
+    """
+
+
+class WriteNotSentError(StoreIOError):
+    """A write stopped before the request that makes it take effect was sent.
+
+    A store that checks something first (an external commit store checks that the previous
+    commit exists, and writes a temp file before its entry) refused the write, or failed while
+    checking. Nothing that could still land was sent: the write did not happen. The cause, if
+    the store failed, is the ``__cause__``.
     """
 
 

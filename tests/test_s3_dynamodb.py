@@ -20,17 +20,18 @@ import pytest
 from servers.fixtures import BUCKET, DYNAMO_TABLE, CloudTable, cloud_location, s3_options
 from tableutil import one_row_add
 
-from deltalog import DeltaTable, IncompleteCommitError
+from deltalog import CommitStatusUnknownError, DeltaTable, IncompleteCommitError, StorageError
 from deltalog.logstores import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
     StoreConfigurationError,
     StoreIOError,
+    StoreUnavailableError,
     open_store,
 )
 from deltalog.logstores.dynamodb import S3DynamoDBLogStore, entry_to_item
-from deltalog.logstores.errors import OrphanedCommitEntryError
+from deltalog.logstores.errors import OrphanedCommitEntryError, WriteNotSentError
 from deltalog.logstores.external import ExternalCommitEntry, ExternalCoordinatedLogStore
 
 SCHEMA = pa.schema([("x", pa.int64())])
@@ -352,6 +353,43 @@ def test_a_commit_must_follow_its_predecessor(location: CloudTable) -> None:
         store.write(store.join(root, "_delta_log", f"{5:020d}.json"), b"{}\n")
     with pytest.raises(LogFileNotFoundError):  # nothing at all was written
         list(store.list_from(store.join(root, "_delta_log", "")))
+
+
+def test_a_refusal_before_anything_is_sent_is_a_not_written_error(
+    location: CloudTable,
+) -> None:
+    """The external store's own checks before its entry (the commit point) refuse or fail:
+    nothing of the commit was sent, so it can never land later."""
+    store, root = open_store(location.uri, location.options)
+    with pytest.raises(WriteNotSentError, match="previous commit"):
+        store.write(store.join(root, "_delta_log", f"{5:020d}.json"), b"{}\n")
+    first = store.join(root, "_delta_log", f"{0:020d}.json")
+    assert isinstance(store, ExternalCoordinatedLogStore)
+    real = store.objects.exists
+
+    def failing_exists(path: str) -> bool:
+        raise StoreUnavailableError(f"HEAD {path}: 503")
+
+    store.objects.exists = failing_exists  # type: ignore[method-assign]
+    with pytest.raises(WriteNotSentError, match="503"):
+        store.write(first, b"{}\n")
+    store.objects.exists = real  # type: ignore[method-assign]
+    with pytest.raises(LogFileNotFoundError):  # nothing at all was written
+        list(store.list_from(store.join(root, "_delta_log", "")))
+
+
+def test_a_commit_refused_before_sending_is_not_reported_as_status_unknown(
+    location: CloudTable,
+) -> None:
+    """Commit 1 deleted by hand: the store refuses commit 2 before sending anything. That is a
+    plain storage error saying nothing was written, not "it MAY have landed"."""
+    table = _fresh_table(location)  # versions 0 and 1; a long retention: no pre-check
+    s3, _ = _clients(location.options)
+    s3.delete_object(Bucket=BUCKET, Key=_key(location.uri, "_delta_log", f"{1:020d}.json"))
+    with pytest.raises(StorageError, match="nothing was written") as err:
+        _append(table, "second.parquet")
+    assert not isinstance(err.value, CommitStatusUnknownError)
+    assert isinstance(err.value.__cause__, WriteNotSentError)
 
 
 def test_a_loser_at_the_entry_finishes_the_winners_commit_and_cleans_up(
