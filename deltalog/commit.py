@@ -25,7 +25,12 @@ from deltalog.errors import (
     StorageConfigurationError,
     StorageError,
 )
-from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError, WriteNotSentError
+from deltalog.logstores import (
+    FileAlreadyExistsError,
+    LogFileNotFoundError,
+    PreviousCommitMissingError,
+    WriteNotSentError,
+)
 from deltalog.paths import commit_name, parse_log_name
 from deltalog.storage import TableStorage, storage_errors
 
@@ -141,7 +146,8 @@ def try_write(
         (:func:`~deltalog.commit_outcome.resolve_failed_write`).
 
     Raises:
-        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup, or
+        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup (also
+            when the store found ``version - 1`` gone: ``PreviousCommitMissingError``), or
             the commit was created below a checkpoint that does not hold it and withdrawn;
             nothing was written.
         CommitStatusUnknownError: The store failed in a way that leaves open whether the
@@ -162,6 +168,12 @@ def try_write(
     except StorageConfigurationError:  # refused before anything was sent
         raise
     except StorageError as exc:  # the write may have landed all the same
+        if isinstance(exc.__cause__, PreviousCommitMissingError):
+            # Cleanup removed version - 1 behind a checkpoint at or after ``version``: taken.
+            with storage_errors(f"cannot check commit {version}"):
+                if storage.store.exists(storage.log_file(commit_name(version))):
+                    return False
+            raise _previous_gone(version) from exc.__cause__
         if isinstance(exc.__cause__, WriteNotSentError):  # ... unless it was never sent
             raise
         if not resolve_failed_write(storage, version, data, exc):
@@ -207,13 +219,17 @@ def _version_is_free(storage: TableStorage, version: int) -> bool:
         )
     # A log kept from a checkpoint on may start with the checkpoint at version - 1.
     if not any(p.version == version - 1 and p.kind in ("commit", "checkpoint") for p in listed):
-        raise SnapshotExpiredError(
-            f"cannot commit version {version}: commit {version - 1} is gone, so the log "
-            "was cleaned up past this writer's snapshot (older than "
-            "delta.logRetentionDuration); nothing was written; re-run the operation on "
-            "the latest version"
-        )
+        raise _previous_gone(version)
     return True
+
+
+def _previous_gone(version: int) -> SnapshotExpiredError:
+    return SnapshotExpiredError(
+        f"cannot commit version {version}: commit {version - 1} is gone, so the log "
+        "was cleaned up past this writer's snapshot (older than "
+        "delta.logRetentionDuration); nothing was written; re-run the operation on "
+        "the latest version"
+    )
 
 
 class LandedEarlier(Exception):

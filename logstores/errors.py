@@ -16,7 +16,8 @@ a :class:`LogStoreError`; SDK exceptions are mapped at the store boundary with `
     └── StoreIOError                (any other failure talking to the storage)
         ├── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
         └── WriteNotSentError       (a write stopped before the request that decides it:
-                                     it cannot land later)
+            │                        it cannot land later)
+            └── PreviousCommitMissingError (commit N refused: N-1 does not exist)
 """
 
 from __future__ import annotations
@@ -79,6 +80,15 @@ class WriteNotSentError(StoreIOError):
     commit exists, and writes a temp file before its entry) refused the write, or failed while
     checking. Nothing that could still land was sent: the write did not happen. The cause, if
     the store failed, is the ``__cause__``.
+    """
+
+
+class PreviousCommitMissingError(WriteNotSentError):
+    """An external commit store refused to write commit ``N``: commit ``N - 1`` does not exist.
+
+    A commit must follow its predecessor (delta-spark's external log stores require it too).
+    ``N - 1`` is missing when the log has moved on and log cleanup removed it, or when it was
+    deleted by hand. Nothing was written.
     """
 
 

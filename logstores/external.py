@@ -12,10 +12,10 @@ conditional writes (DynamoDB) decides who owns version N. A commit of ``N.json``
 4. **Acknowledge**: overwrite E with complete=true and an ``expireTime`` (TTL).
 
 Until the entry is written nothing can land: a check in step 1 that refuses the commit (no
-``N-1.json``) or fails, and a failed temp file write, raise
-:class:`~logstores.errors.WriteNotSentError`. A writer that dies after step 2 leaves an
-incomplete entry; any reader or writer that lists the
-log first repairs the latest entry, so the commit is never lost. A writer that loses the entry
+``N-1.json``: :class:`~logstores.errors.PreviousCommitMissingError`) or fails, and a failed
+temp file write, raise :class:`~logstores.errors.WriteNotSentError`. A writer that dies after
+step 2 leaves an incomplete entry; any reader or writer that lists the log first repairs the
+latest entry, so the commit is never lost. A writer that loses the entry
 race, or a reader that finds ``N.json`` missing, repairs that entry too. A writer that dies
 before step 2 leaves only an orphan temp file. An incomplete entry whose temp file is gone
 (deleted by hand or by a lifecycle rule) and whose ``N.json`` was never written cannot be
@@ -49,6 +49,7 @@ from .errors import (
     LogFileNotFoundError,
     LogStoreError,
     OrphanedCommitEntryError,
+    PreviousCommitMissingError,
     StoreIOError,
     WriteNotSentError,
 )
@@ -292,7 +293,7 @@ class ExternalCoordinatedLogStore(LogStore):
         if previous is not None and not previous.complete:
             self.fix(previous)
         elif not self.objects.exists(f"{table_path}/{LOG_DIR}/{previous_name}"):
-            raise WriteNotSentError(
+            raise PreviousCommitMissingError(
                 f"previous commit {previous_name} of {table_path} does not exist; a commit of "
                 f"version {version} must follow version {version - 1} (nothing was written)"
             )
