@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from deltalog.check import CheckReport, Finding, check_table
