@@ -546,7 +546,7 @@ class DeltaTable:
             ConflictingOptionsError: Both ``predicate`` and ``where`` were given.
             ConcurrentAppendError, ConcurrentDeleteReadError: A concurrent commit changed the
                 files this overwrite replaces.
-            Same as :meth:`append_files` otherwise.
+            DeltaLogError: Otherwise, those :meth:`append_files` raises.
         """
         given = renamed_keyword(
             "DeltaTable.overwrite_files", "predicate", predicate, "where", where

@@ -209,7 +209,7 @@ def stage(
     (``ignored``); with ``mode="error"`` staging raises before the Spark job runs.
 
     Raises:
-        Same as :func:`write`, but for the commit-time conflicts.
+        DeltaLogError: Those :func:`write` raises, but for the commit-time conflicts.
     """
     settings = resolve_options(
         mode,
