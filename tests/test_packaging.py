@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -21,6 +22,7 @@ import venv
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,3 +191,67 @@ def test_installed_wheel(extra: str, wheel: Path, tmp_path: Path) -> None:
     assert "delta-spark" not in listed  # no extra brings delta-spark
     if extra != "spark":
         assert "pyspark" not in listed and "pandas" not in listed
+
+
+def _tree_copy(dest: Path) -> Path:
+    """The source tree's files as git sees them (committed or not, ignored ones left out)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the work tree, not yet committed
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():  # deltalog/logstores -> ../logstores stays a link
+            target.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, target)
+    return dest
+
+
+def _install_blocks() -> list[Any]:
+    from docsnippets import all_blocks
+
+    return [
+        pytest.param(block, id=block.where) for block in all_blocks() if "install" in block.words
+    ]
+
+
+@pytest.mark.parametrize("block", _install_blocks())
+def test_documented_install_commands_work(block: Any, tmp_path: Path) -> None:
+    """The README's install commands, run as written in a clone, give a working deltalog."""
+    clone = _tree_copy(tmp_path / "deltalog")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PIP_CONSTRAINT"] = str(CONSTRAINTS)  # the Spark line, should a block install it
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block.code],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, f"{block.where}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    check = "import deltalog, pyarrow; print(deltalog.__file__, deltalog.__version__)"
+    shown = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", check],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "site-packages" in shown and _source_version() in shown, shown
+    subprocess.run([str(env_dir / "bin" / "deltalog"), "--help"], cwd=outside, env=env, check=True,
+                   capture_output=True)  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,32 @@ def test_page_runs(page: str, tmp_path: Path, request: pytest.FixtureRequest) ->
         f"--- stderr\n{done.stderr[-10000:]}"
     )
     assert "[docs] every block ran" in done.stderr
+
+
+def test_readme_is_one_short_page() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move details into docs/"
+
+
+@pytest.mark.parametrize("page", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"])
+def test_links_outside_the_site_point_at_files(page: str) -> None:
+    # Links inside docs/ are checked by mkdocs build --strict; these pages are not in the site.
+    text = (ROOT / page).read_text()
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if "://" in target or target.startswith(("#", "mailto:")):
+            continue
+        path, _, anchor = target.partition("#")
+        if not (ROOT / path).exists():
+            broken.append(target)
+        elif anchor and path.endswith(".md"):
+            slugs = {_slug(h) for h in re.findall(r"^#+ (.+)$", (ROOT / path).read_text(), re.M)}
+            if anchor not in slugs:
+                broken.append(target)
+    assert not broken, f"{page}: broken links {broken}"
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub and mkdocs give a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return re.sub(r"[ ]+", "-", text)
