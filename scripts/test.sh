@@ -10,8 +10,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
 echo "[test] ruff" >&2
 targets=()
-for d in deltalog logstores checkpoints tests interop_tests benchmarks scripts docs; do
-  [ -d "$d" ] && targets+=("$d")
+# Python code blocks in the Markdown pages are formatted too (ruff formats Markdown).
+for d in deltalog logstores checkpoints tests interop_tests benchmarks scripts docs \
+    README.md CONTRIBUTING.md; do
+  [ -e "$d" ] && targets+=("$d")
 done
 ruff check "${targets[@]}"
 ruff format --check "${targets[@]}"
