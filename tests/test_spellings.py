@@ -107,6 +107,12 @@ def test_spark_predicate_reaches_the_write_settings(tmp_path: Path, which: str) 
 
 def _public_callables() -> dict[str, Callable[..., Any]]:
     found: dict[str, Callable[..., Any]] = {"check_table": check_table}
+    import deltalog
+
+    for name in deltalog.__all__:  # write_table and any other top-level function
+        member = getattr(deltalog, name)
+        if inspect.isfunction(member):
+            found[name] = member
     for name, member in inspect.getmembers(DeltaTable):
         if not name.startswith("_") and callable(member):
             found[f"DeltaTable.{name}"] = member
