@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from deltalog.check import CheckReport, Finding, check_table
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         DeletionVectorError,
         DeltaLogError,
         DuplicateFileError,
+        EmptyCommitError,
         FileNotInTableError,
         IncompleteCommitError,
         InvalidInputError,
@@ -145,6 +146,7 @@ _EXPORTS: dict[str, str] = {
     "DeltaTable": "deltalog.table",
     "DomainMetadata": "deltalog.protocol.actions",
     "DuplicateFileError": "deltalog.errors",
+    "EmptyCommitError": "deltalog.errors",
     "FileNotInTableError": "deltalog.errors",
     "Finding": "deltalog.check",
     "InvalidInputError": "deltalog.errors",
@@ -223,6 +225,7 @@ __all__ = [
     "DeltaTable",
     "DomainMetadata",
     "DuplicateFileError",
+    "EmptyCommitError",
     "FileNotInTableError",
     "Finding",
     "IncompleteCommitError",

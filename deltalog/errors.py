@@ -306,8 +306,9 @@ class InvalidOptionError(InvalidInputError):
 class ConflictingOptionsError(InvalidOptionError):
     """Two spellings of one setting were given different values; nothing was written.
 
-    An option and the keyword argument that aliases it (``replaceWhere`` and
-    ``replace_where``), or two option names that differ only in case.
+    An option and the keyword argument that aliases it (``replaceWhere`` and ``predicate``), a
+    keyword and its deprecated spelling (``predicate`` and ``where``), or two option names that
+    differ only in case.
     """
 
 
@@ -383,7 +384,7 @@ class InvalidPredicateError(InvalidInputError):
 
 
 class ReplaceWhereMismatchError(InvalidPredicateError):
-    """Data written by an overwrite with a predicate (``replace_where``) falls outside it."""
+    """Data written by an overwrite with a predicate (``predicate=``) falls outside it."""
 
 
 class ConstraintViolationError(InvalidInputError):

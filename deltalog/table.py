@@ -45,7 +45,13 @@ from deltalog.protocol.partitions import check_partition_columns
 from deltalog.protocol.properties import canonical_properties, check_properties
 from deltalog.protocol.property_keys import TableProperties
 from deltalog.protocol.schema import StructType, as_struct
-from deltalog.protocol.user_input import as_items, check_mapping, check_version_number, is_long
+from deltalog.protocol.user_input import (
+    as_items,
+    check_mapping,
+    check_version_number,
+    is_long,
+    renamed_keyword,
+)
 from deltalog.read import read_rows
 from deltalog.stats.file_stats import UnusableParsedStats
 from deltalog.stats.file_stats import flatten_stats as flatten
@@ -521,23 +527,30 @@ class DeltaTable:
         self,
         paths: Iterable[str],
         *,
-        where: PredicateLike | None = None,
+        predicate: PredicateLike | None = None,
         schema_mode: Literal["merge"] | None = None,
+        where: PredicateLike | None = None,
     ) -> int:
         """Replace live files with the given Parquet files; returns the new version.
 
-        Without ``where`` every live file is replaced. With ``where`` (a predicate on partition
-        columns) only the files it matches are, and every new file must satisfy it. An empty
-        ``paths`` deletes what would be replaced. Concurrent overwrites of disjoint partitions
-        do not conflict. ``schema_mode="merge"`` evolves the schema as in :meth:`append_files`.
+        Without ``predicate`` every live file is replaced. With ``predicate`` (on partition
+        columns: SQL text, ``col(...)`` or any form ``files(filter=...)`` takes) only the files
+        it matches are, and every new file must satisfy it. An empty ``paths`` deletes what
+        would be replaced. Concurrent overwrites of disjoint partitions do not conflict.
+        ``schema_mode="merge"`` evolves the schema as in :meth:`append_files`.
+        ``where=`` is the deprecated spelling of ``predicate=`` (a ``DeprecationWarning``).
 
         Raises:
             AppendOnlyError: The table is append-only.
-            ReplaceWhereMismatchError: A new file does not satisfy ``where``.
+            ReplaceWhereMismatchError: A new file does not satisfy ``predicate``.
+            ConflictingOptionsError: Both ``predicate`` and ``where`` were given.
             ConcurrentAppendError, ConcurrentDeleteReadError: A concurrent commit changed the
                 files this overwrite replaces.
-            Same as :meth:`append_files` otherwise.
+            DeltaLogError: Otherwise, those :meth:`append_files` raises.
         """
+        given = renamed_keyword(
+            "DeltaTable.overwrite_files", "predicate", predicate, "where", where
+        )
         if schema_mode not in (None, "merge"):
             raise InvalidInputError(f"overwrite_files takes schema_mode='merge' or None, not "
                                     f"{schema_mode!r}")  # fmt: skip
@@ -545,24 +558,24 @@ class DeltaTable:
         if str(self._snapshot.configuration.get("delta.appendOnly")).lower() == "true":
             raise AppendOnlyError("the table is append-only (delta.appendOnly=true)")
         params = self._write_parameters("Overwrite")
-        predicate = None if where is None else as_predicate(where)
-        if predicate is not None:
-            params["predicate"] = str(predicate)  # SQL text, as delta-spark 3.x records it
+        chosen = None if given is None else as_predicate(given)
+        if chosen is not None:
+            params["predicate"] = str(chosen)  # SQL text, as delta-spark 3.x records it
         tx = self.transaction("WRITE", parameters=params)
-        old = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
+        old = tx.read_whole_table() if chosen is None else tx.read_files(chosen)
         if schema_mode == "merge":
             paths = self._merge_file_schemas(tx, paths)
         adds = tx.add(paths)
-        if predicate is not None and adds:
+        if chosen is not None and adds:
             snap = self._snapshot
             table = partition_table(
                 [a.partition_values for a in adds], snap.schema, snap.partition_columns
             )
-            for add, ok in zip(adds, matches(predicate, table).to_pylist(), strict=True):
+            for add, ok in zip(adds, matches(chosen, table).to_pylist(), strict=True):
                 if not ok:
                     raise ReplaceWhereMismatchError(
                         f"{add.path} (partition {add.partition_values}) does not satisfy the "
-                        f"overwrite predicate {predicate}"
+                        f"overwrite predicate {chosen}"
                     )
         tx.remove(old)
         return tx.commit()
