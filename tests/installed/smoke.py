@@ -39,7 +39,6 @@ needs = {
     "deltalog.logstores.s3": "s3",
     "deltalog.logstores.s3_open": "s3",
     "deltalog.logstores.dynamodb": "s3",
-    "deltalog.logstores.s3_open": "s3",
     "deltalog.logstores.gcs": "gcs",
     "deltalog.logstores.azure": "azure",
 }
