@@ -32,6 +32,7 @@ COMMANDS = [
     "deltalog history events",
     "deltalog history events --limit 1 --json",
     "deltalog check events",
+    "deltalog report events -o report.html",
     "deltalog vacuum events --retain 0 --no-retention-check",
     "deltalog checkpoint events",
 ]

@@ -12,6 +12,7 @@ from tableutil import write_parquet
 
 import deltalog.cli.commands as cli
 from deltalog import DeltaTable
+from deltalog.arrow.maps import map_texts
 from deltalog.check import check_table
 from deltalog.cli import files as cli_files
 from deltalog.cli import text
@@ -57,7 +58,7 @@ def test_file_lines_equal_row_by_row(mtimes: list[int | None]) -> None:
             partition_width=len("p=x y,q=None"),
         )
         with_parts = files.append_column(
-            "_partition", cli_files.partition_texts(files.column("partition_values").chunks[0])
+            "_partition", map_texts(files.column("partition_values").chunks[0])
         )
         batch = with_parts.to_batches()[0]
         assert cli_files.file_lines(batch, layout) == _row_by_row(files, exact=exact)

@@ -27,6 +27,7 @@ FLOORS: dict[str, int] = {
     "errors": 2,
     "worker_pool": 2,
     "arrow": 2,
+    "units": 2,
     "protocol": 3,
     "stats": 4,
     "log": 5,

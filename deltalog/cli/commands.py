@@ -194,6 +194,41 @@ def cmd_history(args: argparse.Namespace) -> None:
         print(line)
 
 
+def cmd_report(args: argparse.Namespace) -> None:
+    """``deltalog report``: the table's page (or with --json its numbers)."""
+    from deltalog.report import build_report, render_html  # loaded only for this command
+
+    report = build_report(
+        args.table,
+        _options(args.option or []),
+        commits=args.commits,
+        small_file_size_bytes=args.small_file_size,
+        check=not args.no_check,
+        data_files=not args.no_data_files,
+    )
+    if args.json:
+        _emit(report.to_json())
+        return
+    page = render_html(report)
+    if args.output == "-":
+        sys.stdout.write(page)
+        return
+    try:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(page)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the report to {args.output}: {exc}") from exc
+    found = ""
+    if report.check is not None:
+        s = report.check.summary()
+        found = f"; check: {s['error']} errors, {s['warning']} warnings"
+    print(
+        f"wrote {args.output} ({text.human_size(len(page.encode()))}): version "
+        f"{report.version}, {report.files.num_files:,} files, {len(report.commits):,} of "
+        f"{report.commits_total:,} commits{found}"
+    )
+
+
 def cmd_checkpoint(args: argparse.Namespace) -> None:
     """``deltalog checkpoint``."""
     table = _open(args)
@@ -541,6 +576,54 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _json_argument(vacuum)
     vacuum.set_defaults(func=cmd_vacuum)
+
+    page = _command(
+        sub,
+        "report",
+        "one self-contained HTML page: timeline, file sizes, partitions, health, findings",
+        "Write one HTML page about the table, self-contained (inline SVG, no script, nothing "
+        "fetched): the commit timeline (operation, files and bytes added and removed per "
+        "version, engines), the file-size histogram and small files, partition skew, "
+        "checkpoint and retention health, deletion vectors, and check's findings. Storage "
+        "options are given with --option (-o is the output file here).",
+        [],
+    )
+    _table_argument(page)
+    page.add_argument(
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="where to write the page (default: report.html; - for stdout)",
+    )
+    page.add_argument(
+        "--commits",
+        type=int,
+        default=100,
+        metavar="N",
+        help="how many of the newest commits the timeline reads (default: 100)",
+    )
+    page.add_argument(
+        "--small-file-size",
+        type=int,
+        metavar="BYTES",
+        help="files below this size count as small (default: a quarter of the table's "
+        "delta.targetFileSize, else 32 MiB)",
+    )
+    page.add_argument("--no-check", action="store_true", help="leave out check's findings (faster)")
+    page.add_argument(
+        "--no-data-files",
+        action="store_true",
+        help="run check on the log only, without listing the data files",
+    )
+    page.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="storage option, e.g. --option s3.endpoint=http://127.0.0.1:9000 (repeatable)",
+    )
+    _json_argument(page)
+    page.set_defaults(func=cmd_report)
 
     checkpoint = _command(
         sub,

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 import deltalog.cli.text as text
 from deltalog.arrow import values as av
+from deltalog.arrow.maps import chunked_map_texts
 from deltalog.table import DeltaTable
 from deltalog.worker_pool import worker_pool
 
@@ -66,16 +67,6 @@ class Layout:
         return _SEP.join(cells) + "\n"
 
 
-def partition_texts(pv: pa.Array) -> pa.Array:
-    """``k=v,k2=v2`` of each file's partition values (``None`` for a null value)."""
-    # A slice's offsets index the whole child arrays: pair them with the unsliced keys/items.
-    pairs = pc.binary_join_element_wise(
-        pv.keys, pc.fill_null(pv.items, av.string("None")), av.string("=")
-    )
-    parts = pc.binary_join(pa.ListArray.from_arrays(pv.offsets, pairs), av.string(","))
-    return pc.fill_null(parts, av.string(""))
-
-
 def _stats_columns(flat: pa.Table) -> list[str]:
     """The flattened statistics ``--stats`` shows: rows, then min, max, nulls per column."""
     names = flat.column_names
@@ -100,9 +91,7 @@ def prepare(table: DeltaTable, *, stats: bool, exact: bool) -> tuple[pa.Table, L
         biggest = pc.max(files.column("size")).as_py() if files.num_rows else 0
         layout.size_width = max(4, len(f"{biggest or 0:,}"))
     if layout.partitioned:
-        parts = pa.chunked_array(
-            [partition_texts(c) for c in files.column("partition_values").chunks], pa.string()
-        )
+        parts = chunked_map_texts(files.column("partition_values"))
         files = files.append_column("_partition", parts)
         layout.partition_width = text.width(parts, len("PARTITION"))
     if stats:

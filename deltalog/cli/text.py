@@ -8,56 +8,21 @@ handed to a kernel would make pyarrow import pandas, a fifth of a command's time
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow import values as av
+from deltalog.units import UNITS as UNITS  # the Python forms, beside the Arrow ones below
+from deltalog.units import human_size as human_size
+from deltalog.units import timestamp as timestamp
 
-#: Units of :func:`human_size`, each 1024 times the one before.
-UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 #: Width of :func:`human_size`'s longest text ("1023.9 KiB").
 SIZE_WIDTH = 10
 #: Width of :func:`timestamp`'s text ("2023-11-14 22:13:20.123Z").
 STAMP_WIDTH = 24
 _MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: Arrow and datetime format alike
-
-
-def timestamp(ms: Any) -> str:
-    """Milliseconds since the epoch as UTC text, ``-`` when not an integer."""
-    if not isinstance(ms, int) or isinstance(ms, bool):
-        return "-"
-    try:
-        when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-    except (ValueError, OverflowError, OSError):  # out of datetime's range
-        return f"{ms} ms"
-    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-
-
-def _tenths(n: int, k: int) -> int:
-    """``n / 1024**k`` in tenths, rounded half up (integers only: Arrow computes the same)."""
-    unit: int = 1024**k
-    return (n * 10 + unit // 2) // unit
-
-
-def human_size(n: Any) -> str:
-    """A byte count as ``512 B``, ``1.2 KiB``, ``3.4 GiB`` (``-`` when not a count).
-
-    The unit is the largest in which the value rounds to at least 1.0, so 1,023 bytes are
-    ``1.0 KiB`` (as ``ls -h`` shows them).
-    """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        return "-" if n is None else str(n)
-    k = 0
-    while k + 1 < len(UNITS) and _tenths(n, k + 1) >= 10:
-        k += 1
-    if k == 0:
-        return f"{n} B"
-    tenths = _tenths(n, k)
-    return f"{tenths // 10}.{tenths % 10} {UNITS[k]}"
 
 
 #: Sizes above this use :func:`human_size` value by value (``n * 10`` must fit an int64).
