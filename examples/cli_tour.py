@@ -35,6 +35,7 @@ COMMANDS = [
     "deltalog report events -o report.html",
     "deltalog vacuum events --retain 0 --no-retention-check",
     "deltalog checkpoint events",
+    "deltalog package-zip -o deltalog.zip",
 ]
 
 

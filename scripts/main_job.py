@@ -260,5 +260,6 @@ def main() -> None:
         verb, _, rest = args.partition(" ")
         print(f"  {command} {verb} {uri}{' ' + rest if rest else ''}")
 
+
 if __name__ == "__main__":
     main()

@@ -229,6 +229,23 @@ def cmd_report(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_package_zip(args: argparse.Namespace) -> None:
+    """``deltalog package-zip``: the package as a zip for Spark's executors."""
+    from deltalog.spark.shipping import package_zip  # needs the spark extra, as shipping does
+
+    path = package_zip(args.output or f"deltalog-{deltalog.__version__}.zip")
+    size = path.stat().st_size
+    if args.json:
+        _emit({"path": str(path), "size": size, "version": deltalog.__version__})
+        return
+    print(
+        f"wrote {path} ({text.human_size(size)}): deltalog {deltalog.__version__} for Spark's "
+        f"executors; ship it with spark-submit --py-files {path} (or "
+        f"spark.sparkContext.addPyFile({str(path)!r})); the executors' Python needs pyarrow, "
+        "orjson and pandas"
+    )
+
+
 def cmd_checkpoint(args: argparse.Namespace) -> None:
     """``deltalog checkpoint``."""
     table = _open(args)
@@ -624,6 +641,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _json_argument(page)
     page.set_defaults(func=cmd_report)
+
+    shipping = _command(
+        sub,
+        "package-zip",
+        "deltalog as a zip for Spark's executors (--py-files, addPyFile)",
+        "Write the installed deltalog package as a zip for Spark's executors, to ship with "
+        "spark-submit --py-files deltalog.zip or spark.sparkContext.addPyFile(...): PySpark "
+        "puts only .zip, .egg and .jar files on the executors' Python path (not a .whl). The "
+        "executors' Python still needs pyarrow, orjson and pandas. Needs the spark extra "
+        "(PySpark) on this machine. See docs/cluster.md for the other ways.",
+        [],
+    )
+    shipping.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write the zip (default: deltalog-<version>.zip here)",
+    )
+    _json_argument(shipping)
+    shipping.set_defaults(func=cmd_package_zip)
 
     checkpoint = _command(
         sub,
