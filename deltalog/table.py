@@ -29,6 +29,7 @@ from deltalog.log import in_commit_timestamps as ict
 from deltalog.log.checksum import write_first_checksum
 from deltalog.log.clock import now_ms
 from deltalog.log.history import commit_ict, read_history
+from deltalog.log.notebook import snapshot_html
 from deltalog.log.replay import replay
 from deltalog.log.segment import LogListing, classify, commit_times, list_log
 from deltalog.log.snapshot import Snapshot
@@ -702,6 +703,10 @@ class DeltaTable:
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.uri!r}, version={self.version()})"
+
+    def _repr_html_(self) -> str:
+        """How the table shows in Jupyter: version, protocol, files, schema."""
+        return snapshot_html(self.uri, self._snapshot)
 
 
 def new_table_actions(

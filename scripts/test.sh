@@ -7,6 +7,9 @@
 # Arguments go to pytest and run only step 1 (bash scripts/test.sh -k golden -x).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+dev_env
+ensure_azurite
+ensure_chromium
 cd "$ROOT"
 echo "[test] ruff" >&2
 targets=()
@@ -35,7 +38,7 @@ echo "[test] pytest on $(python -c 'import pyspark; print("PySpark", pyspark.__v
 status=0
 python -m pytest || status=$?
 VENV35="${DELTALOG_VENV_SPARK35:-$ROOT/.venv-spark35}"
-ensure_venv "$VENV35" "$ROOT/scripts/constraints/spark35.txt"
+ensure_venv "$VENV35" "$ROOT/scripts/constraints/spark35.txt" "${DEV_SPEC[@]}"
 echo "[test] pytest -m spark on $("$VENV35/bin/python" -c 'import pyspark; print("PySpark", pyspark.__version__)')" >&2
 PATH="$VENV35/bin:$PATH" "$VENV35/bin/python" -m pytest -m spark -p no:cacheprovider || status=$?
 exit "$status"

@@ -27,6 +27,7 @@ FLOORS: dict[str, int] = {
     "errors": 2,
     "worker_pool": 2,
     "arrow": 2,
+    "units": 2,
     "protocol": 3,
     "stats": 4,
     "log": 5,
@@ -36,8 +37,9 @@ FLOORS: dict[str, int] = {
     "maintenance": 7,
     "table": 8,
     "spark": 9,
-    "cli": 9,
-    "__main__": 10,
+    "report": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 #: Parts that may import each other on one floor: none.
 SAME_FLOOR_ALLOWED: set[tuple[str, str]] = set()
