@@ -35,9 +35,10 @@ FLOORS: dict[str, int] = {
     "check": 6,
     "maintenance": 7,
     "table": 8,
-    "spark": 9,
-    "cli": 9,
-    "__main__": 10,
+    "writer": 9,
+    "spark": 10,
+    "cli": 10,
+    "__main__": 11,
 }
 #: Parts that may import each other on one floor: none.
 SAME_FLOOR_ALLOWED: set[tuple[str, str]] = set()

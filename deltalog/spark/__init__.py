@@ -37,8 +37,8 @@ from deltalog.spark.optimize import (  # noqa: E402
     optimize,
     stage_optimize,
 )
-from deltalog.spark.staged import StagedWrite, WriteResult  # noqa: E402
 from deltalog.spark.write import stage, write  # noqa: E402
+from deltalog.writer.staged import StagedWrite, WriteResult  # noqa: E402
 
 __all__ = [
     "OptimizeResult",

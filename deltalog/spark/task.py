@@ -37,8 +37,8 @@ from deltalog.protocol.column_mapping import (
 from deltalog.protocol.partitions import hive_partition_dir, serialize_partition_value
 from deltalog.protocol.paths import encode_path
 from deltalog.protocol.schema import StructType
-from deltalog.spark.constraints import enforce, has_constraints
 from deltalog.stats.footers import FooterInfo, compute_stats
+from deltalog.write.constraints import enforce, has_constraints
 
 #: Spark DDL of the rows a task returns: one per data file, and one with ``violation`` set
 #: (every other column null) when a row broke a constraint.
