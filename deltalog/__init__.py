@@ -100,6 +100,8 @@ if TYPE_CHECKING:
     from deltalog.table import DeltaTable
     from deltalog.write.commit import RetryPolicy
     from deltalog.write.transaction import Transaction
+    from deltalog.writer.api import CommitProperties, write_table
+    from deltalog.writer.staged import WriteResult
 
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -188,6 +190,9 @@ _EXPORTS: dict[str, str] = {
     "VersionNotFoundError": "deltalog.errors",
     "check_table": "deltalog.check",
     "col": "deltalog.stats.predicates",
+    "CommitProperties": "deltalog.writer.api",
+    "WriteResult": "deltalog.writer.staged",
+    "write_table": "deltalog.writer.api",
 }
 
 __all__ = [
@@ -201,6 +206,7 @@ __all__ = [
     "CommitAttemptsExhaustedError",
     "CommitFailedError",
     "CommitInfo",
+    "CommitProperties",
     "CommitStatusUnknownError",
     "ConcurrentAppendError",
     "ConcurrentAppendException",
@@ -274,9 +280,11 @@ __all__ = [
     "UnsupportedParquetTypeError",
     "VersionGapError",
     "VersionNotFoundError",
+    "WriteResult",
     "__version__",
     "check_table",
     "col",
+    "write_table",
 ]
 
 
