@@ -31,7 +31,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
@@ -139,7 +139,7 @@ class DataWriter:
         """
         self._check_open()
         batches = batch.to_batches() if isinstance(batch, pa.Table) else [batch]
-        for one in batches:
+        for one in (piece for b in batches for piece in _pieces(b)):
             if one.num_rows == 0:
                 continue
             if self._checked:
@@ -156,39 +156,34 @@ class DataWriter:
     def _append(self, key: PartitionKey, data: pa.RecordBatch) -> None:
         start = 0
         limit = self._options.max_rows_per_file
+        target = self._options.target_file_size
+        step = data.num_rows
+        if target and data.nbytes > target:  # a batch larger than a file: in file-sized slices
+            step = max(1, int(target * data.num_rows / data.nbytes))
         while start < data.num_rows:
             current = self._open.get(key)
             if current is None:
                 current = self._new_file(key)
             else:
                 self._open.move_to_end(key)
-            take = data.num_rows - start
+            take = min(data.num_rows - start, step)
             if limit > 0:
                 take = min(take, limit - current.rows)
             current.add(data.slice(start, take) if take < data.num_rows else data)
             start += take
             if limit > 0 and current.rows >= limit:
                 self._finish(key)
-            elif (
-                current.pending_rows >= self._options.row_group_rows
-                or (current.pending_bytes >= self._options.row_group_bytes)
-                or (
-                    self._options.target_file_size
-                    and current.estimate() >= (self._options.target_file_size)
-                )
+                continue
+            if current.pending_rows >= self._options.row_group_rows or (
+                current.pending_bytes >= self._options.row_group_bytes
             ):
                 self._flush(current)
-                self._check_size(key, current)
+            if target and current.estimate() >= target:
+                self._flush(current)
+                current.wait()  # its real size, and a better ratio for the next estimate
+                if current.encoded >= target:
+                    self._finish(key)
         self._bound_memory()
-
-    def _check_size(self, key: PartitionKey, current: _File) -> None:
-        """Finish ``current`` once its encoded size reaches the target (waits for its flushes)."""
-        target = self._options.target_file_size
-        if not target or current.estimate() < target:
-            return
-        current.wait()
-        if current.encoded >= target:
-            self._finish(key)
 
     def _new_file(self, key: PartitionKey) -> _File:
         if len(self._open) >= self._options.max_open_files:
@@ -308,6 +303,19 @@ class DataWriter:
             raise RuntimeError(f"this data writer is {self._state}")
 
 
+#: Rows split at a time: a partition split's random access stays within the CPU caches.
+SPLIT_ROWS = 1 << 16
+
+
+def _pieces(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """``batch`` in slices of at most :data:`SPLIT_ROWS` rows (zero-copy)."""
+    if batch.num_rows <= SPLIT_ROWS:
+        yield batch
+        return
+    for start in range(0, batch.num_rows, SPLIT_ROWS):
+        yield batch.slice(start, SPLIT_ROWS)
+
+
 class _File:
     """One data file being written: buffered rows, a Parquet writer, statistics."""
 
@@ -334,6 +342,7 @@ class _File:
         self.pending_bytes = 0
         self.encoded = 0  # bytes in the sink (updated by the pool)
         self.encoded_from = 0  # Arrow bytes those came from
+        self.submitted = 0  # Arrow bytes handed to the pool
         self.writer: pq.ParquetWriter | None = None
         self.tail: Future[Any] | None = None
 
@@ -350,12 +359,14 @@ class _File:
     def estimate(self) -> int:
         """Expected size of the file if it were finished now."""
         ratio = self.encoded / self.encoded_from if self.encoded_from else 1.0
-        return self.encoded + int(self.pending_bytes * ratio)
+        waiting = self.pending_bytes + self.submitted - self.encoded_from
+        return self.encoded + int(waiting * ratio)
 
     def take_pending(self) -> pa.Table | None:
         if not self.pending:
             return None
         table = pa.Table.from_batches(self.pending)
+        self.submitted += table.nbytes
         self.pending = []
         self.pending_rows = 0
         self.pending_bytes = 0

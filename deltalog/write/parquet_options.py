@@ -36,7 +36,7 @@ ROW_GROUP_BYTES = 128 << 20
 #: delta-rs's default ``target_file_size`` (``delta.targetFileSize``): 100 MiB.
 TARGET_FILE_SIZE = 100 << 20
 #: Rows looked at to decide whether a column gets a dictionary.
-_SAMPLE_ROWS = 1 << 16
+_SAMPLE_ROWS = 1 << 13
 #: A column whose sample has more distinct values than this share of its rows is written plain.
 _DICTIONARY_RATIO = 0.5
 
