@@ -60,6 +60,7 @@ from deltalog.write.table_changes import protocol_for_schema
 from deltalog.write.transaction import Transaction
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow.dataset as ds
 
     from deltalog.check import CheckReport
@@ -324,8 +325,9 @@ class DeltaTable:
 
         Args:
             columns: Only these columns, in this order (default: all, in schema order).
-            filter: Only rows matching this predicate (``col("p") == "a"``, a SQL string, ...);
-                files whose partition values cannot match are not read.
+            filter: Only rows matching this predicate (``col("p") == "a"``, SQL text, DNF
+                tuples, a pyarrow expression); files whose partition values cannot match are
+                not read.
 
         Raises:
             InvalidPredicateError: An unknown column.
@@ -333,6 +335,15 @@ class DeltaTable:
             StorageError: A data or deletion-vector file cannot be read.
         """
         return read_rows(self._storage, self._snapshot, columns=columns, filter=filter)
+
+    def to_pandas(
+        self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None
+    ) -> pd.DataFrame:
+        """The rows of :meth:`to_pyarrow_table` as a pandas DataFrame (pandas must be installed).
+
+        ``filter`` also takes a pyarrow expression and SQL ``LIKE``/``IN``/``BETWEEN``/``IS NULL``.
+        """
+        return self.to_pyarrow_table(columns=columns, filter=filter).to_pandas()
 
     def to_pyarrow_dataset(
         self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None
