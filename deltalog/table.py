@@ -60,7 +60,7 @@ from deltalog.write.table_changes import protocol_for_schema
 from deltalog.write.transaction import Transaction
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
     import pyarrow.dataset as ds
 
     from deltalog.check import CheckReport

@@ -262,9 +262,12 @@ class DataWriter:
         self._raise_failures()
 
     def _raise_failures(self) -> None:
-        for flight in [*self._flights, *self._finished]:
-            if flight.done() and flight.exception() is not None:
-                raise flight.exception()  # type: ignore[misc]
+        futures: list[Future[Any]] = [*self._flights, *self._finished]
+        for flight in futures:
+            if flight.done():
+                failure = flight.exception()
+                if failure is not None:
+                    raise failure
 
     # ------------------------------------------------------------------ the end
     def close(self) -> list[AddFile]:
