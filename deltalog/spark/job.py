@@ -29,7 +29,7 @@ from deltalog.protocol.column_mapping import (
 from deltalog.protocol.config import num_indexed_cols
 from deltalog.protocol.paths import decode_path
 from deltalog.protocol.schema import StructType
-from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
+from deltalog.spark.task import RESULT_DDL, TaskPlan, write_task
 from deltalog.stats.predicates import (
     And,
     In,
@@ -37,6 +37,7 @@ from deltalog.stats.predicates import (
     Or,
     Predicate,
 )
+from deltalog.write.parquet_options import CODECS
 
 if TYPE_CHECKING:
     import pyarrow as pa
