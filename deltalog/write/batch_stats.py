@@ -44,6 +44,16 @@ class StatsCollector:
     ) -> None:
         self._leaves = indexed_leaves(stat_leaves(schema, partition_columns), configuration)
         self._prefix = string_prefix(configuration)
+        self._reset()
+
+    def fresh(self) -> StatsCollector:
+        """A collector for another file of the same table (the leaves are worked out once)."""
+        other = object.__new__(StatsCollector)
+        other._leaves, other._prefix = self._leaves, self._prefix
+        other._reset()
+        return other
+
+    def _reset(self) -> None:
         self._nulls = [0] * len(self._leaves)
         self._low: list[Any] = [None] * len(self._leaves)
         self._high: list[Any] = [None] * len(self._leaves)

@@ -109,6 +109,8 @@ class DataWriter:
         self._in_flight = 0  # bytes of row groups submitted, not yet encoded
         self._flights: list[Future[None]] = []
         self._counter = 0
+        self._values: dict[Any, str | None] = {}  # serialised partition values
+        self._stats = StatsCollector(schema, partition_columns, configuration)
         self._state = "open"
         self.adds: list[AddFile] = []
 
@@ -146,7 +148,7 @@ class DataWriter:
                 one = enforce(one, self._schema)
             one = utc_timestamps(one)
             for key, rows in split_by_partition(
-                one, self._partition_columns, self._partition_schema
+                one, self._partition_columns, self._partition_schema, self._values
             ):
                 data = rows.select(self._data_names)
                 if self._mapped:
@@ -206,8 +208,7 @@ class DataWriter:
         else:
             sink = io.BytesIO()
         self._created.append(location)
-        stats = StatsCollector(self._schema, self._partition_columns, self._configuration)
-        current = _File(relative, location, values, sink, local is None, stats, codec)
+        current = _File(relative, location, values, sink, local is None, self._stats.fresh(), codec)
         self._open[key] = current
         return current
 

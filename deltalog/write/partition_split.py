@@ -25,7 +25,10 @@ PartitionKey = tuple[str | None, ...]
 
 
 def split_by_partition(
-    batch: pa.RecordBatch, columns: list[str], schema: StructType
+    batch: pa.RecordBatch,
+    columns: list[str],
+    schema: StructType,
+    cache: dict[Any, str | None] | None = None,
 ) -> Iterator[tuple[PartitionKey, pa.RecordBatch]]:
     """The batch's rows grouped by partition value: ``(serialised values, rows)`` per partition.
 
@@ -33,6 +36,7 @@ def split_by_partition(
         batch: Rows holding the partition columns (named as in ``columns``).
         columns: The partition columns, in order.
         schema: Types of the partition columns (``schema.field(name)``).
+        cache: Serialised values by ``(column, value)``, kept across calls.
 
     Raises:
         PartitionValueError: A value cannot be serialised (non-UTF-8 binary).
@@ -56,7 +60,7 @@ def split_by_partition(
     counts = np.bincount(inverse, minlength=len(groups))
     if np.count_nonzero(counts) == 1:  # one partition: no copy
         g = int(np.flatnonzero(counts)[0])
-        yield _key(groups[g], dictionaries, columns, schema), batch
+        yield _key(groups[g], dictionaries, columns, schema, cache), batch
         return
     # a stable radix sort when the group numbers fit 16 bits
     small = inverse.astype(np.int16) if len(groups) < 2**15 else inverse
@@ -67,16 +71,32 @@ def split_by_partition(
         if start == stop:
             continue
         rows = batch.take(pa.array(order[start:stop]))
-        yield _key(group, dictionaries, columns, schema), rows
+        yield _key(group, dictionaries, columns, schema, cache), rows
 
 
 def _key(
-    group: Any, dictionaries: list[pa.Array], columns: list[str], schema: StructType
+    group: Any,
+    dictionaries: list[pa.Array],
+    columns: list[str],
+    schema: StructType,
+    cache: dict[Any, str | None] | None,
 ) -> PartitionKey:
-    return tuple(
-        _serialize(dictionaries[i][int(code)].as_py(), schema, name)
-        for i, (name, code) in enumerate(zip(columns, group, strict=True))
-    )
+    out = []
+    for i, (name, code) in enumerate(zip(columns, group, strict=True)):
+        value = dictionaries[i][int(code)].as_py()
+        try:
+            known = cache is not None and (name, value) in cache
+        except TypeError:  # an unhashable value
+            known, cache = False, None
+        if known:
+            assert cache is not None
+            out.append(cache[(name, value)])
+            continue
+        text = _serialize(value, schema, name)
+        if cache is not None and len(cache) < 100_000:
+            cache[(name, value)] = text
+        out.append(text)
+    return tuple(out)
 
 
 def _serialize(value: Any, schema: StructType, name: str) -> str | None:
