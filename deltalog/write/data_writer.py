@@ -5,7 +5,8 @@ operations rewrite files through it too), and what each Spark task runs. Rows ar
 table's logical column names and types (see :mod:`deltalog.write.input_data`); the writer
 
 1. checks the table's column constraints (:mod:`deltalog.write.constraints`: NOT NULL,
-   CHAR/VARCHAR) and raises :class:`~deltalog.errors.ConstraintViolationError` on a bad row;
+   CHAR/VARCHAR) and CHECK constraints (:mod:`deltalog.write.check_constraints`), and raises
+   :class:`~deltalog.errors.ConstraintViolationError` on a bad row;
 2. groups the rows by partition value (:mod:`deltalog.write.partition_split`) and keeps one
    open file per partition, under Hive-style directories named with the protocol's escaping;
 3. renames columns to their physical names (and stamps field ids) on a column-mapped table;
@@ -45,6 +46,7 @@ from deltalog.protocol.partitions import hive_partition_dir
 from deltalog.protocol.paths import encode_path
 from deltalog.protocol.schema import StructType
 from deltalog.write.batch_stats import StatsCollector
+from deltalog.write.check_constraints import check_constraints, enforce_checks
 from deltalog.write.constraints import enforce, has_constraints
 from deltalog.write.parquet_options import CODECS, ParquetOptions, dictionary_columns
 from deltalog.write.partition_split import PartitionKey, split_by_partition, utc_timestamps
@@ -101,6 +103,7 @@ class DataWriter:
         self._mapped = mode != "none"
         self._field_ids = mode == "id"
         self._checked = has_constraints(schema)
+        self._checks = check_constraints(configuration, schema)
         self._pool = ThreadPoolExecutor(self._options.threads, thread_name_prefix="deltalog-write")
         self._open: OrderedDict[PartitionKey, _File] = OrderedDict()
         self._finished: list[Future[AddFile]] = []
@@ -134,8 +137,8 @@ class DataWriter:
         """Write rows (every table column, logical names, the table's Arrow types).
 
         Raises:
-            ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint
-                (nothing of this batch is written).
+            ConstraintViolationError: A row breaks a NOT NULL, CHAR/VARCHAR or CHECK
+                constraint (nothing of this batch is written).
             PartitionValueError: A partition value cannot be serialised.
             StorageError, OSError: Writing a file failed (raised here or by a later call).
         """
@@ -146,6 +149,8 @@ class DataWriter:
                 continue
             if self._checked:
                 one = enforce(one, self._schema)
+            if self._checks:
+                enforce_checks(one, self._checks)
             one = utc_timestamps(one)
             for key, rows in split_by_partition(
                 one, self._partition_columns, self._partition_schema, self._values

@@ -137,6 +137,8 @@ class Transaction:
             change), once committed; else ``None``.
         attempts: How many versions the commit tried.
         no_op: Whether the commit wrote nothing because an identical ``txn`` had landed.
+        enforced: Writer features this transaction's writer enforces itself (see
+            :func:`~deltalog.protocol.features.check_writable`).
     """
 
     def __init__(
@@ -195,6 +197,7 @@ class Transaction:
         self.version: int | None = None
         self.attempts = 0
         self.no_op = False
+        self.enforced: frozenset[str] = frozenset()  # e.g. checkConstraints: see _prepare
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Transaction:
@@ -696,9 +699,9 @@ class Transaction:
         metadata = self._metadata or snap.metadata
         protocol = self._protocol or snap.protocol
         if self._metadata is None and self._protocol is None:
-            snap.check_writable()
+            snap.check_writable(self.enforced)
         else:
-            check_writable(protocol, metadata)
+            check_writable(protocol, metadata, self.enforced)
         removes_data = any(r.data_change for r in self._removes.values())
         if removes_data and str(metadata.configuration.get("delta.appendOnly")).lower() == "true":
             raise AppendOnlyError(

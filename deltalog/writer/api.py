@@ -36,6 +36,7 @@ from deltalog.protocol.schema import StructType
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate, matches, validate
 from deltalog.table import DeltaTable, new_table_actions
+from deltalog.write.check_constraints import check_constraints
 from deltalog.write.clustering import check_clustering_stats
 from deltalog.write.commit import RetryPolicy
 from deltalog.write.constraints import refuse_unenforced_constraints
@@ -53,6 +54,8 @@ from deltalog.writer.staged import StagedWrite, WriteResult
 __all__ = ["CommitProperties", "WriteMode", "write_table"]
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
+#: Features deltalog in general cannot honour that this writer enforces on its rows.
+ENFORCED = frozenset({"checkConstraints"})
 _MODES = {
     "error": "error",
     "errorifexists": "error",
@@ -159,7 +162,7 @@ def write_table(
         PartitioningMismatchError: ``partition_by`` differs from the table's.
         InvalidPredicateError: ``predicate`` does not parse or names a missing column;
             ``ReplaceWhereMismatchError`` when a new row falls outside it.
-        ConstraintViolationError: A row breaks a NOT NULL or CHAR/VARCHAR constraint.
+        ConstraintViolationError: A row breaks a NOT NULL, CHAR/VARCHAR or CHECK constraint.
         AppendOnlyError: An overwrite of a ``delta.appendOnly`` table.
         ConcurrentModificationError: A concurrent commit conflicts (a named subclass).
         UnsupportedFeatureError: The table needs a writer feature deltalog lacks.
@@ -365,7 +368,8 @@ def _existing_table(
 ) -> WriteResult:
     """Append to or overwrite an existing table."""
     snapshot = table.snapshot
-    snapshot.check_writable()
+    check_constraints(snapshot.configuration, snapshot.schema)  # each one can be evaluated
+    snapshot.check_writable(ENFORCED)
     check_clustering_stats(snapshot)
     overwrite = settings.mode == "overwrite"
     if overwrite and str(snapshot.configuration.get("delta.appendOnly")).lower() == "true":
@@ -403,6 +407,7 @@ def _existing_table(
         user_metadata=settings.user_metadata,
         retry=settings.retry,
     )
+    tx.enforced = ENFORCED
     if schema != snapshot.schema or partition_columns != list(snapshot.partition_columns):
         upgrade = protocol_for_schema(snapshot, schema)
         if upgrade is not None:

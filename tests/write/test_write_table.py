@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pytest
-from tableutil import parquet_on_disk
+from tableutil import parquet_on_disk, write_commit
 
 import deltalog
 from deltalog import (
@@ -416,3 +416,73 @@ def test_a_reader_larger_than_the_buffer_is_written_in_bounded_memory(tmp_path: 
     total = rows * batches * (8 + 8 + 6)  # ~44 MB of Arrow data went through
     assert peak[0] - start < 16 << 20, (peak[0] - start, total)
     assert sum(orjson.loads(a.stats or "{}")["numRecords"] for a in adds) == rows * batches
+
+
+def test_check_constraints_are_enforced(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    config = {"delta.constraints.positive": "v > 0 AND p IN ('a', 'b')"}
+    write_table(root, BASE, configuration=config)
+    files = parquet_on_disk(root)
+    bad = pa.table({"id": [9, 10], "p": ["a", "a"], "v": [1.0, -1.0]})
+    with pytest.raises(ConstraintViolationError, match="positive"):
+        write_table(root, bad, mode="append")
+    null = pa.table({"id": [9], "p": ["a"], "v": pa.array([None], pa.float64())})
+    with pytest.raises(ConstraintViolationError):  # null is a violation, as in delta-spark
+        write_table(root, null, mode="append")
+    assert DeltaTable(root).version() == 0 and parquet_on_disk(root) == files
+    write_table(root, BASE.slice(0, 1), mode="append")
+    assert DeltaTable(root).version() == 1
+    with pytest.raises(ConstraintViolationError):  # a new table's constraints too
+        write_table(str(tmp_path / "new"), bad, configuration=config)
+    assert not (tmp_path / "new" / "_delta_log").exists()
+
+
+def test_a_check_constraint_deltalog_cannot_evaluate_refuses_the_write(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    DeltaTable.create(root, BASE.schema, configuration={"delta.constraints.len": "length(p) < 3"})
+    protocol = {"protocol": {"minReaderVersion": 1, "minWriterVersion": 3}}
+    write_commit(root, 1, [orjson.dumps(protocol)])  # as ALTER TABLE ADD CONSTRAINT leaves it
+    with pytest.raises(deltalog.UnsupportedFeatureError, match="len"):
+        write_table(root, BASE, mode="append")
+    assert parquet_on_disk(root) == set()
+    with pytest.raises(deltalog.UnsupportedFeatureError):  # other writers refuse as before
+        DeltaTable(root).snapshot.check_writable()
+
+
+def test_a_conflicting_commit_deletes_the_overwrite_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer replaces a partition between the overwrite's read and its commit (a seam,
+    no sleeps): a file the overwrite read is gone, so it conflicts (a blind append would not)."""
+    from deltalog.writer import staged
+
+    root = str(tmp_path / "t")
+    write_table(root, BASE, partition_by=["p"])
+    real = staged.StagedWrite.commit
+    raced: list[int] = []
+
+    def commit_after_a_rival(self: Any) -> Any:
+        if not raced:
+            raced.append(-1)  # the rival's own commit goes straight through
+            rival = write_table(root, BASE.slice(0, 1), mode="overwrite", predicate="p = 'a'")
+            raced[0] = rival.version or 0
+        return real(self)
+
+    monkeypatch.setattr(staged.StagedWrite, "commit", commit_after_a_rival)
+    files_before_rival = parquet_on_disk(root)
+    with pytest.raises(deltalog.ConcurrentModificationError):  # a named subclass
+        write_table(root, BASE, mode="overwrite")
+    assert raced == [1] and DeltaTable(root).version() == 1
+    rival = {f for f in parquet_on_disk(root) if f not in files_before_rival}
+    assert len(rival) == 1  # the rival's file stays; the overwrite's files are gone
+    assert DeltaTable(root).check().ok
+
+
+def test_a_predicate_on_a_missing_column_writes_nothing(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    write_table(root, BASE, partition_by=["p"])
+    files = parquet_on_disk(root)
+    for predicate in ("nope = 1", [("nope", "=", 1)], pa.compute.field("nope") == 1):
+        with pytest.raises(InvalidPredicateError, match="nope"):
+            write_table(root, BASE, mode="overwrite", predicate=predicate)
+    assert DeltaTable(root).version() == 0 and parquet_on_disk(root) == files
