@@ -37,11 +37,12 @@ from deltalog.protocol.schema import (
     DataType,
     MapType,
     PrimitiveType,
+    StructField,
     StructType,
     type_from_arrow,
 )
 
-__all__ = ["Conformer", "as_reader", "schema_of_data"]
+__all__ = ["Conformer", "as_reader", "schema_of_data", "within_table"]
 
 
 def as_reader(data: Any) -> pa.RecordBatchReader:
@@ -110,6 +111,23 @@ def schema_of_data(schema: pa.Schema) -> StructType:
     check_data_types(schema)
     fields = [pa.field(f.name, f.type, f.nullable) for f in schema]
     return StructType.from_arrow(pa.schema(fields))
+
+
+def within_table(data: StructType, table: StructType) -> StructType:
+    """``data`` with the table's type for each column the table has in a type the data casts to.
+
+    What a schema merge should see: a byte column written to a short one is no type change
+    (the :class:`Conformer` widens it, checking every value), only a column the table lacks
+    or a type it cannot take is.
+    """
+    by_lower = {f.name.lower(): f for f in table.fields}
+    fields = []
+    for f in data.fields:
+        known = by_lower.get(f.name.lower())
+        if known is not None and known.type != f.type and _fits(known.type, f.type):
+            f = StructField(f.name, known.type, f.nullable, f.metadata)
+        fields.append(f)
+    return StructType(tuple(fields))
 
 
 def _plain(schema: pa.Schema) -> pa.Schema:

@@ -42,7 +42,7 @@ from deltalog.write.commit import RetryPolicy
 from deltalog.write.constraints import refuse_unenforced_constraints
 from deltalog.write.data_writer import DataWriter
 from deltalog.write.first_commit import first_commit
-from deltalog.write.input_data import Conformer, as_reader, schema_of_data
+from deltalog.write.input_data import Conformer, as_reader, schema_of_data, within_table
 from deltalog.write.parquet_options import TARGET_FILE_SIZE, ParquetOptions
 from deltalog.write.rewrite_plan import check_predicate_columns
 from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
@@ -389,7 +389,7 @@ def _existing_table(
         if settings.schema_mode == "merge":
             schema = merge_schemas(
                 snapshot.schema,
-                schema_of_data(reader.schema),
+                within_table(schema_of_data(reader.schema), snapshot.schema),
                 partition_columns=partition_columns,
                 type_widening=type_widening_enabled(snapshot.protocol, snapshot.metadata),
             )

@@ -486,3 +486,14 @@ def test_a_predicate_on_a_missing_column_writes_nothing(tmp_path: Path) -> None:
         with pytest.raises(InvalidPredicateError, match="nope"):
             write_table(root, BASE, mode="overwrite", predicate=predicate)
     assert DeltaTable(root).version() == 0 and parquet_on_disk(root) == files
+
+
+def test_a_merge_widens_narrower_data_instead_of_changing_the_column(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    write_table(root, BASE)
+    narrow = pa.table({"id": pa.array([9], pa.int8()), "v": pa.array([1.0], pa.float32()),
+                       "new": ["n"]})  # fmt: skip
+    write_table(root, narrow, mode="append", schema_mode="merge")
+    schema = DeltaTable(root).schema()
+    assert [f.type.to_json() for f in schema.fields] == ["long", "string", "double", "string"]
+    assert {"id": 9, "p": None, "v": 1.0, "new": "n"} in _rows(root)
