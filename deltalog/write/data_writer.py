@@ -182,7 +182,7 @@ class DataWriter:
                 self._finish(key)
                 continue
             if current.pending_rows >= self._options.row_group_rows or (
-                current.pending_bytes >= self._options.row_group_bytes
+                current.pending_bytes >= self._row_group_bytes()
             ):
                 self._flush(current)
             if target and current.estimate() >= target:
@@ -191,6 +191,16 @@ class DataWriter:
                 if current.encoded >= target:
                     self._finish(key)
         self._bound_memory()
+
+    def _row_group_bytes(self) -> int:
+        """Buffered bytes that make a row group.
+
+        Up to ``row_group_bytes`` (parquet-mr's 128 MiB) with one open file, less with many, so
+        that the encoding threads start early instead of waiting for the whole buffer to fill
+        (never below :data:`MIN_ROW_GROUP_BYTES`).
+        """
+        share = self._options.buffer_bytes // (2 * max(1, len(self._open)))
+        return min(self._options.row_group_bytes, max(MIN_ROW_GROUP_BYTES, share))
 
     def _new_file(self, key: PartitionKey) -> _File:
         if len(self._open) >= self._options.max_open_files:
@@ -312,6 +322,8 @@ class DataWriter:
             raise RuntimeError(f"this data writer is {self._state}")
 
 
+#: The smallest row group the writer makes while more rows of its file are coming.
+MIN_ROW_GROUP_BYTES = 4 << 20
 #: Rows split at a time: a partition split's random access stays within the CPU caches.
 SPLIT_ROWS = 1 << 16
 
