@@ -12,8 +12,9 @@ Workloads (each run in a fresh child process, engines alternating, median of ``-
   values, ``ts`` timestamp) written as a new table partitioned by ``part``. The child builds
   the table (same seed for both engines), then times the write alone.
 * ``stream``: a RecordBatchReader of ``--stream-rows`` (default 50,000,000) rows of the same
-  columns, generated batch by batch (64k rows), written as a new partitioned table: the data
-  never exists whole in memory, so peak RSS is what the writer holds.
+  columns, generated batch by batch (64k rows) as the writer pulls them, written as a new
+  partitioned table: the data never exists whole in memory, so peak RSS is what the writer
+  holds. The timings include generating the batches (the same work for both engines).
 
 Reported per engine: wall seconds and CPU seconds of the write (user + system of the child),
 peak RSS of the child (``VmHWM``: the data generation is the same for both, and for ``table``
