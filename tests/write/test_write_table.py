@@ -497,3 +497,14 @@ def test_a_merge_widens_narrower_data_instead_of_changing_the_column(tmp_path: P
     schema = DeltaTable(root).schema()
     assert [f.type.to_json() for f in schema.fields] == ["long", "string", "double", "string"]
     assert {"id": 9, "p": None, "v": 1.0, "new": "n"} in _rows(root)
+
+
+def test_polars_and_duckdb_data(tmp_path: Path) -> None:
+    """Both hand Arrow over through ``__arrow_c_stream__`` (string views included)."""
+    polars = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    root = str(tmp_path / "t")
+    write_table(root, polars.DataFrame({"id": [1, 2], "p": ["a", "b"]}), partition_by=["p"])
+    relation = duckdb.sql("SELECT 3::BIGINT AS id, 'c' AS p")
+    write_table(root, relation, mode="append")
+    assert _rows(root) == [{"id": 1, "p": "a"}, {"id": 2, "p": "b"}, {"id": 3, "p": "c"}]
