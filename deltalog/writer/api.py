@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
@@ -31,6 +31,7 @@ from deltalog.errors import (
     TableNotFoundError,
 )
 from deltalog.log.storage import TableStorage
+from deltalog.protocol.actions import AddFile
 from deltalog.protocol.column_mapping import map_new_columns
 from deltalog.protocol.schema import StructType
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
@@ -83,13 +84,15 @@ class CommitProperties:
             ``version`` or later for ``app_id``, nothing is written (a retried batch).
         version: The batch number for ``app_id``.
         max_commit_retries: Attempts at later versions after losing one to another writer.
+        app_transactions: More ``(app_id, version)`` pairs, as delta-rs's
+            ``app_transactions``; the write is skipped only when every one is committed.
     """
 
     user_metadata: str | None = None
     app_id: str | None = None
     version: int | None = None
     max_commit_retries: int | None = None
-    app_transactions: tuple[tuple[str, int], ...] = field(default=(), repr=False)
+    app_transactions: tuple[tuple[str, int], ...] = ()
 
 
 def write_table(
@@ -483,7 +486,7 @@ def _write(
     batches: Iterator[pa.RecordBatch],
     predicate: Predicate | None,
     kept: Iterator[pa.RecordBatch] | None = None,
-) -> list[Any]:
+) -> list[AddFile]:
     """Write the new rows (each checked against ``predicate``), then ``kept``; the adds."""
     try:
         for batch in batches:
