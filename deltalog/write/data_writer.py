@@ -159,6 +159,7 @@ class DataWriter:
                 if self._mapped:
                     data = to_physical_batch(data, self._schema, field_ids=self._field_ids)
                 self._append(key, data)
+            self._bound_memory()
 
     def _append(self, key: PartitionKey, data: pa.RecordBatch) -> None:
         start = 0
@@ -190,7 +191,6 @@ class DataWriter:
                 current.wait()  # its real size, and a better ratio for the next estimate
                 if current.encoded >= target:
                     self._finish(key)
-        self._bound_memory()
 
     def _row_group_bytes(self) -> int:
         """Buffered bytes that make a row group.
@@ -272,18 +272,18 @@ class DataWriter:
             else:
                 self._flush(largest)
             held = sum(f.held() for f in self._open.values())
-        self._flights = [f for f in self._flights if not f.done()]
+        running = []
+        for flight in self._flights:
+            if not flight.done():
+                running.append(flight)
+            elif flight.exception() is not None:
+                flight.result()  # a row group failed: stop writing now (close would raise it)
+        self._flights = running
         while self._in_flight > budget and self._flights:
             self._flights.pop(0).result()
-        self._raise_failures()
-
-    def _raise_failures(self) -> None:
-        futures: list[Future[Any]] = [*self._flights, *self._finished]
-        for flight in futures:
-            if flight.done():
-                failure = flight.exception()
-                if failure is not None:
-                    raise failure
+        for finished in self._finished:
+            if finished.done() and finished.exception() is not None:
+                finished.result()
 
     # ------------------------------------------------------------------ the end
     def close(self) -> list[AddFile]:
