@@ -65,6 +65,8 @@ class TaskPlan:
         partition_schema: Delta schema JSON of the partition columns, in partition order.
         data_columns: The columns written into the files, in order.
         num_indexed_cols: ``delta.dataSkippingNumIndexedCols``.
+        stats_properties: The other table properties that choose the statistics
+            (``delta.dataSkippingStatsColumns``, ``delta.dataSkippingStringPrefixLength``).
         codec: A key of :data:`CODECS`.
         max_records_per_file: Start a new file after this many rows (0: no limit).
         row_group_rows: Rows buffered per partition before a row group is written.
@@ -88,6 +90,7 @@ class TaskPlan:
     partition_schema: str = '{"type":"struct","fields":[]}'
     data_columns: tuple[str, ...] = ()
     num_indexed_cols: int = 32
+    stats_properties: tuple[tuple[str, str], ...] = ()
     codec: str = "snappy"
     max_records_per_file: int = 0
     row_group_rows: int = 1 << 20
@@ -147,6 +150,7 @@ def _task_writer(
     """A data writer for this task's files, named as Spark names them."""
     task_id, attempt = _task_identity()
     store, root = open_store(plan.uri, plan.storage_options or None)
+    logical = configuration is None  # the schema's names are the table's logical ones
     if partition_columns is None:
         partitions = StructType.from_json_string(plan.partition_schema)
         to_logical = physical_to_logical(schema) if plan.column_mapping != "none" else {}
@@ -154,6 +158,8 @@ def _task_writer(
     if configuration is None:
         configuration = {"delta.columnMapping.mode": plan.column_mapping}
     configuration = {**configuration, NUM_INDEXED_COLS: str(plan.num_indexed_cols)}
+    if logical or plan.column_mapping == "none":  # statistics columns are named logically
+        configuration.update(plan.stats_properties)
     metadata = (("org.apache.spark.version", plan.spark_version),) if plan.spark_version else ()
     options = ParquetOptions(
         codec=plan.codec,
