@@ -39,6 +39,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltalog.errors import TransactionClosedError
 from deltalog.logstores import LogStore
 from deltalog.protocol.actions import AddFile
 from deltalog.protocol.column_mapping import mapping_mode, physical_name, to_physical_batch
@@ -108,6 +109,7 @@ class DataWriter:
         self._open: OrderedDict[PartitionKey, _File] = OrderedDict()
         self._finished: list[Future[AddFile]] = []
         self._created: list[str] = []
+        self._files: list[_File] = []
         self._lock = threading.Lock()
         self._in_flight = 0  # bytes of row groups submitted, not yet encoded
         self._flights: list[Future[None]] = []
@@ -225,6 +227,7 @@ class DataWriter:
         self._created.append(location)
         current = _File(relative, location, values, sink, local is None, self._stats.fresh(), codec)
         self._open[key] = current
+        self._files.append(current)
         return current
 
     # ------------------------------------------------------------------ row groups
@@ -298,19 +301,23 @@ class DataWriter:
                 self._finish(key)
             self.adds = [f.result() for f in self._finished]
         except BaseException:
-            self.abort()
+            self.abort()  # still open: deletes every file
             raise
         self._state = "closed"
         self._pool.shutdown(wait=True)
         return self.adds
 
     def abort(self) -> None:
-        """Give up: stop writing and delete every file this writer created (best effort)."""
-        if self._state == "aborted":
+        """Give up: stop writing and delete every file this writer created (best effort).
+
+        After :meth:`close` the files are the caller's (a commit may name them): then this
+        does nothing.
+        """
+        if self._state != "open":
             return
         self._state = "aborted"
         self._pool.shutdown(wait=True, cancel_futures=True)
-        for current in self._open.values():
+        for current in self._files:
             current.discard()
         self._open.clear()
         for location in self._created:
@@ -319,7 +326,7 @@ class DataWriter:
 
     def _check_open(self) -> None:
         if self._state != "open":
-            raise RuntimeError(f"this data writer is {self._state}")
+            raise TransactionClosedError(f"this data writer is {self._state}")
 
 
 #: The smallest row group the writer makes while more rows of its file are coming.

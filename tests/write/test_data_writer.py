@@ -10,7 +10,9 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from deltalog.errors import TransactionClosedError
 from deltalog.logstores import open_store
 from deltalog.protocol.schema import StructType
 from deltalog.stats.footers import FooterInfo, compute_stats
@@ -137,3 +139,19 @@ def test_abort_deletes_every_file(tmp_path: Path) -> None:
     assert len(writer.locations) == 3
     writer.abort()
     assert not [p for p in tmp_path.rglob("*.parquet")]
+
+
+def test_after_close_the_files_are_the_callers(tmp_path: Path) -> None:
+    """An exception after ``close`` (say, in code that committed the files) deletes nothing."""
+    store, location = open_store(str(tmp_path))
+    schema = StructType.from_arrow(pa.schema([("id", pa.int64())]))
+    try:
+        with DataWriter(store, location, schema, [], {}) as writer:
+            writer.write(pa.table({"id": [1, 2]}))
+            writer.close()
+            raise KeyError("after the commit")
+    except KeyError:
+        pass
+    assert len(list(tmp_path.rglob("*.parquet"))) == 1
+    with pytest.raises(TransactionClosedError):
+        writer.write(pa.table({"id": [3]}))
