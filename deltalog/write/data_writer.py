@@ -453,7 +453,10 @@ class _File:
         )
 
     def discard(self) -> None:
-        """Close the sink without finishing the file (it is deleted after)."""
+        """Close the writer and the sink (the file is deleted after)."""
+        if self.writer is not None:
+            with contextlib.suppress(Exception):
+                self.writer.close()
         with contextlib.suppress(Exception):
             self.sink.close()
 
