@@ -491,7 +491,7 @@ def _parse_text(text: str, arrow_type: pa.DataType) -> Any:
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED = {"and", "or", "not", "in", "is", "null", "between", "true", "false"}
+_RESERVED = {"and", "or", "not", "in", "is", "null", "between", "like", "true", "false"}
 
 
 def _name(column: str) -> str:

@@ -80,3 +80,12 @@ def test_to_pandas(table: DeltaTable) -> None:
     assert list(frame.columns) == ["id", "name"]
     assert sorted(frame["id"].tolist()) == [1, 2]
     assert len(table.to_pandas()) == 5
+
+
+def test_like_prints_as_sql_that_parses_back(table: DeltaTable) -> None:
+    from deltalog.stats.predicate_sql import parse_predicate
+
+    predicate = (col("like") == 1) | col("name").like("it's%")
+    text = str(predicate)
+    assert text == "(`like` = 1 OR name LIKE 'it''s%')"
+    assert str(parse_predicate(text)) == "(`like` = '1' OR name LIKE 'it''s%')"
