@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         InvalidRetentionError,
         InvalidSchemaError,
         InvalidWriteModeError,
+        LossyConversionError,
         MalformedCommitError,
         MetadataChangedError,
         MetadataChangedException,
@@ -101,6 +102,8 @@ if TYPE_CHECKING:
     from deltalog.table import DeltaTable
     from deltalog.write.commit import RetryPolicy
     from deltalog.write.transaction import Transaction
+    from deltalog.writer.api import CommitProperties, write_table
+    from deltalog.writer.staged import WriteResult
 
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -108,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "SchemaEvolutionError": "deltalog.errors",
     "PartitioningMismatchError": "deltalog.errors",
     "InvalidWriteModeError": "deltalog.errors",
+    "LossyConversionError": "deltalog.errors",
     "InvalidOptionError": "deltalog.errors",
     "ConflictingOptionsError": "deltalog.errors",
     "AddFile": "deltalog.protocol.actions",
@@ -190,6 +194,9 @@ _EXPORTS: dict[str, str] = {
     "VersionNotFoundError": "deltalog.errors",
     "check_table": "deltalog.check",
     "col": "deltalog.stats.predicates",
+    "CommitProperties": "deltalog.writer.api",
+    "WriteResult": "deltalog.writer.staged",
+    "write_table": "deltalog.writer.api",
 }
 
 __all__ = [
@@ -203,6 +210,7 @@ __all__ = [
     "CommitAttemptsExhaustedError",
     "CommitFailedError",
     "CommitInfo",
+    "CommitProperties",
     "CommitStatusUnknownError",
     "ConcurrentAppendError",
     "ConcurrentAppendException",
@@ -237,6 +245,7 @@ __all__ = [
     "InvalidRetentionError",
     "InvalidSchemaError",
     "InvalidWriteModeError",
+    "LossyConversionError",
     "MalformedCommitError",
     "Metadata",
     "MetadataChangedError",
@@ -277,9 +286,11 @@ __all__ = [
     "VacuumEndError",
     "VersionGapError",
     "VersionNotFoundError",
+    "WriteResult",
     "__version__",
     "check_table",
     "col",
+    "write_table",
 ]
 
 

@@ -27,7 +27,9 @@
     │   │   ├── UnsupportedParquetTypeError  a type Delta readers cannot read (ns timestamps,
     │   │   │                                unsigned ints...); says how to write it (also an
     │   │   │                                InvalidSchemaError, when a new schema has one)
-    │   │   └── SchemaEvolutionError  new columns cannot be merged in (a type change, ...)
+    │   │   ├── SchemaEvolutionError  new columns cannot be merged in (a type change, ...)
+    │   │   └── LossyConversionError  a value would change when cast to the table's type
+    │   │                             (nanoseconds cut to microseconds, an integer overflow)
     │   ├── PartitioningMismatchError partitionBy differs from an existing table's partitioning
     │   ├── InvalidWriteModeError     a write mode that is not append/overwrite/error/ignore
     │   ├── InvalidOptionError        an unknown write option, or a value it cannot take
@@ -273,6 +275,22 @@ class SchemaEvolutionError(SchemaMismatchError):
     """
 
     def __init__(self, message: str, *, column: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class LossyConversionError(SchemaMismatchError):
+    """A value of the data would change when cast to its column's type; nothing was written.
+
+    Delta timestamps hold microseconds: nanosecond timestamps (pandas' default) are converted
+    when no value has sub-microsecond digits, and refused otherwise. An integer too large for
+    the table's narrower column is refused the same way.
+
+    Attributes:
+        column: The column (dotted for nested fields).
+    """
+
+    def __init__(self, message: str, *, column: str = "") -> None:
         super().__init__(message)
         self.column = column
 

@@ -36,7 +36,7 @@ from deltalog.protocol.schema import (
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate, matches, partition_table
 
-__all__ = ["read_rows"]
+__all__ = ["read_file_rows", "read_rows"]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 
@@ -85,6 +85,26 @@ def read_rows(
     if predicate is not None:
         table = table.filter(matches(predicate, table))
     return table.select(wanted)
+
+
+def read_file_rows(
+    storage: TableStorage, snapshot: Snapshot, files: pa.Table
+) -> Iterator[pa.Table]:
+    """The live rows of each file in ``files`` (rows of ``snapshot.files``), one table per file.
+
+    Every table column, logical names, partition values typed, deletion vectors applied: the
+    rows a rewrite of these files (an overwrite on data columns, a delete, an update) starts
+    from.
+
+    Raises:
+        MissingDataFileError: A data or deletion-vector file the log names is gone.
+        StorageError: A file cannot be read.
+    """
+    schema = snapshot.schema
+    partition_columns = list(snapshot.metadata.partition_columns)
+    target = pa.schema([f.remove_metadata() for f in schema.to_arrow()])
+    for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist():
+        yield _read_file(storage, schema, partition_columns, target, row)
 
 
 def _physical(field: StructField) -> str:

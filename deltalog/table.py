@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,15 +39,10 @@ from deltalog.maintenance.retention import cleanup_log
 from deltalog.maintenance.vacuum import Progress, VacuumMode, VacuumResult
 from deltalog.maintenance.vacuum import vacuum as run_vacuum
 from deltalog.protocol.actions import Metadata, Protocol, serialize_actions
-from deltalog.protocol.column_mapping import map_new_columns
-from deltalog.protocol.features import protocol_for_new_table
-from deltalog.protocol.partitions import check_partition_columns
-from deltalog.protocol.properties import canonical_properties, check_properties
 from deltalog.protocol.property_keys import TableProperties
-from deltalog.protocol.schema import StructType, as_struct
+from deltalog.protocol.schema import StructType
 from deltalog.protocol.user_input import (
     as_items,
-    check_mapping,
     check_version_number,
     is_long,
     renamed_keyword,
@@ -61,12 +55,13 @@ from deltalog.stats.predicates import Predicate, matches, partition_table
 from deltalog.stats.skipping import prune_mask
 from deltalog.write.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
 from deltalog.write.data_files import data_schemas, expand
-from deltalog.write.row_tracking import new_table_configuration
+from deltalog.write.first_commit import new_table_actions
 from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.write.table_changes import protocol_for_schema
 from deltalog.write.transaction import Transaction
 
 if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
     import pyarrow.dataset as ds
 
     from deltalog.check import CheckReport
@@ -331,8 +326,9 @@ class DeltaTable:
 
         Args:
             columns: Only these columns, in this order (default: all, in schema order).
-            filter: Only rows matching this predicate (``col("p") == "a"``, a SQL string, ...);
-                files whose partition values cannot match are not read.
+            filter: Only rows matching this predicate (``col("p") == "a"``, SQL text, DNF
+                tuples, a pyarrow expression); files whose partition values cannot match are
+                not read.
 
         Raises:
             InvalidPredicateError: An unknown column.
@@ -340,6 +336,15 @@ class DeltaTable:
             StorageError: A data or deletion-vector file cannot be read.
         """
         return read_rows(self._storage, self._snapshot, columns=columns, filter=filter)
+
+    def to_pandas(
+        self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None
+    ) -> pd.DataFrame:
+        """The rows of :meth:`to_pyarrow_table` as a pandas DataFrame (pandas must be installed).
+
+        ``filter`` also takes a pyarrow expression and SQL ``LIKE``/``IN``/``BETWEEN``/``IS NULL``.
+        """
+        return self.to_pyarrow_table(columns=columns, filter=filter).to_pandas()
 
     def to_pyarrow_dataset(
         self, *, columns: Sequence[str] | None = None, filter: PredicateLike | None = None
@@ -707,43 +712,6 @@ class DeltaTable:
     def _repr_html_(self) -> str:
         """How the table shows in Jupyter: version, protocol, files, schema."""
         return snapshot_html(self.uri, self._snapshot)
-
-
-def new_table_actions(
-    schema: StructType | pa.Schema | Mapping[str, Any] | str,
-    *,
-    partition_by: Sequence[str] = (),
-    configuration: Mapping[str, str] | None = None,
-    name: str | None = None,
-    description: str | None = None,
-) -> tuple[Metadata, Protocol]:
-    """The ``metaData`` and ``protocol`` of a new table (see :meth:`DeltaTable.create`).
-
-    Raises:
-        InvalidSchemaError: The schema is invalid.
-        InvalidInputError: A partition column is not in the schema, or has a complex type.
-        InvalidPropertyError: An unknown ``delta.*`` property, or a value it cannot take.
-        UnsupportedFeatureError: A property enables a feature deltalog cannot write.
-    """
-    struct = as_struct(schema)
-    partition_columns = list(partition_by)
-    check_partition_columns(struct, partition_columns)
-    config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
-    config = canonical_properties(config)
-    check_properties(config)
-    config = new_table_configuration(config)
-    protocol = protocol_for_new_table(struct, config)
-    struct, config = map_new_columns(struct, config)
-    metadata = Metadata(
-        id=str(uuid.uuid4()),
-        name=name,
-        description=description,
-        schema_string=struct.to_json_string(),
-        partition_columns=partition_columns,
-        configuration=dict(config),
-        created_time=now_ms(),
-    )
-    return metadata, protocol
 
 
 def _refuse_existing(storage: TableStorage) -> None:

@@ -36,10 +36,11 @@ FLOORS: dict[str, int] = {
     "check": 6,
     "maintenance": 7,
     "table": 8,
-    "spark": 9,
-    "report": 9,
-    "cli": 10,
-    "__main__": 11,
+    "writer": 9,
+    "spark": 10,
+    "report": 10,
+    "cli": 11,
+    "__main__": 12,
 }
 #: Parts that may import each other on one floor: none.
 SAME_FLOOR_ALLOWED: set[tuple[str, str]] = set()

@@ -77,12 +77,18 @@ class Snapshot:
         at = raw.column_names.index("stats")
         return raw.drop_columns(["_cp_row"]).set_column(at, "stats", stats)
 
-    def check_writable(self) -> None:
+    def check_writable(self, enforced: frozenset[str] = frozenset()) -> None:
         """Refuse writing at this snapshot's protocol and metadata (checked once, then cached).
+
+        ``enforced``: features the writer enforces itself (see
+        :func:`deltalog.protocol.features.check_writable`).
 
         Raises:
             UnsupportedFeatureError: Naming the feature deltalog cannot honour.
         """
+        if enforced:
+            check_writable(self.protocol, self.metadata, enforced)
+            return
         outcome = self.__dict__.get("_write_check")
         if outcome is None:
             try:

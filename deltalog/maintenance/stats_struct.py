@@ -28,8 +28,6 @@ exact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,34 +35,16 @@ from deltalog.arrow import values as av
 from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.errors import InvalidSchemaError
 from deltalog.log.snapshot import Snapshot
-from deltalog.protocol.config import STATS_COLUMNS, num_indexed_cols, write_stats_as_struct
+from deltalog.protocol.config import write_stats_as_struct
 from deltalog.stats.file_stats import (
-    Leaf,
     UnusableParsedStats,
+    indexed_leaves,
     stat_leaves,
     typed_from_json,
     typed_stats_type,
 )
 
 __all__ = ["checkpoint_stats_struct", "indexed_leaves"]
-
-
-def indexed_leaves(leaves: list[Leaf], configuration: Mapping[str, str | None]) -> list[Leaf]:
-    """The leaves statistics are collected for, as delta-spark chooses them.
-
-    ``delta.dataSkippingStatsColumns`` (comma-separated, dotted for nested fields) if set, else
-    the first ``delta.dataSkippingNumIndexedCols`` leaves (``-1``: all).
-    """
-    named = configuration.get(STATS_COLUMNS)
-    if named and named.strip():
-        wanted = {n.strip().replace("`", "") for n in named.split(",") if n.strip()}
-        return [
-            leaf
-            for leaf in leaves
-            if any(leaf.name == w or leaf.name.startswith(w + ".") for w in wanted)
-        ]
-    count = num_indexed_cols(configuration)
-    return list(leaves) if count < 0 else leaves[:count]
 
 
 def checkpoint_stats_struct(snapshot: Snapshot, files: pa.Table) -> pa.ChunkedArray | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from deltalog.errors import UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata, Protocol
@@ -209,8 +209,14 @@ def active_writer_features(protocol: Protocol, metadata: Metadata) -> set[str]:
     return active
 
 
-def check_writable(protocol: Protocol, metadata: Metadata) -> None:
+def check_writable(protocol: Protocol, metadata: Metadata, enforced: Collection[str] = ()) -> None:
     """Refuse to write a table that needs a feature deltalog does not implement.
+
+    Args:
+        protocol: The table's protocol.
+        metadata: The table's metadata.
+        enforced: Features the writer enforces itself although deltalog in general does not
+            (``checkConstraints`` for a writer that evaluates the constraints on its rows).
 
     Raises:
         UnsupportedFeatureError: Naming the first such feature.
@@ -226,7 +232,8 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     for feature in sorted(active_writer_features(protocol, metadata)):
         check = _USE_CHECKS.get(feature)
         in_use = check(metadata) if check else False
-        if feature not in WRITABLE_FEATURES or (in_use and feature in _REFUSED_WHEN_USED):
+        refused = in_use and feature in _REFUSED_WHEN_USED and feature not in enforced
+        if feature not in WRITABLE_FEATURES or refused:
             raise UnsupportedFeatureError(
                 f"the table uses writer feature {feature!r}, which deltalog cannot honour",
                 feature=feature,

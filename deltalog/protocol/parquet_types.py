@@ -32,7 +32,7 @@ from deltalog.errors import UnsupportedParquetTypeError
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-__all__ = ["check_file_types", "check_schema_types"]
+__all__ = ["check_data_types", "check_file_types", "check_schema_types"]
 
 _TIMESTAMP_ADVICE = (
     "Delta timestamps are microseconds: write the file with "
@@ -91,6 +91,19 @@ def check_schema_types(schema: pa.Schema) -> None:
     """
     for field in schema:
         _check_arrow(field.type, field.name, None, nanos=True)
+
+
+def check_data_types(schema: pa.Schema) -> None:
+    """Refuse data of an Arrow schema with a type Delta has no type for.
+
+    Unlike :func:`check_schema_types`, nanosecond timestamps pass: a writer converts them to
+    microseconds, checking that no value changes.
+
+    Raises:
+        UnsupportedParquetTypeError: Naming the column and what to use instead.
+    """
+    for field in schema:
+        _check_arrow(field.type, field.name, None, nanos=False)
 
 
 def _check_arrow(t: pa.DataType, column: str, location: str | None, *, nanos: bool) -> None:

@@ -38,8 +38,8 @@ from deltalog.spark.optimize import (  # noqa: E402
     stage_optimize,
 )
 from deltalog.spark.shipping import package_zip  # noqa: E402
-from deltalog.spark.staged import StagedWrite, WriteResult  # noqa: E402
 from deltalog.spark.write import stage, write  # noqa: E402
+from deltalog.writer.staged import StagedWrite, WriteResult  # noqa: E402
 
 __all__ = [
     "OptimizeResult",

@@ -26,11 +26,11 @@ from deltalog.protocol.column_mapping import (
     mapping_mode,
     physical_schema,
 )
-from deltalog.protocol.config import num_indexed_cols
+from deltalog.protocol.config import STATS_COLUMNS, num_indexed_cols, property_value
 from deltalog.protocol.paths import decode_path
 from deltalog.protocol.schema import StructType
 from deltalog.spark.shipping import executor_import_hint, missing_on_executors
-from deltalog.spark.task import CODECS, RESULT_DDL, TaskPlan, write_task
+from deltalog.spark.task import RESULT_DDL, TaskPlan, write_task
 from deltalog.stats.predicates import (
     And,
     In,
@@ -38,6 +38,8 @@ from deltalog.stats.predicates import (
     Or,
     Predicate,
 )
+from deltalog.stats.stats_json import STRING_PREFIX_KEY
+from deltalog.write.parquet_options import CODECS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,6 +116,11 @@ def task_plan(
         data_columns=data_columns,
         column_mapping=mode,
         num_indexed_cols=num_indexed_cols(configuration),
+        stats_properties=tuple(
+            (key, str(value))
+            for key in (STATS_COLUMNS, STRING_PREFIX_KEY)
+            if (value := property_value(configuration, key)) is not None
+        ),
         codec=codec,
         max_records_per_file=max(
             0,

@@ -37,13 +37,13 @@ from deltalog.errors import InvalidInputError
 from deltalog.protocol.column_mapping import physical_name
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.job import run_tasks, task_plan
-from deltalog.spark.staged import StagedWrite
 from deltalog.spark.task import RewriteBin, rewrite_task
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import matches, partition_table, validate
 from deltalog.table import DeltaTable
 from deltalog.write.row_tracking import refuse_table_rewrite
+from deltalog.writer.staged import StagedWrite
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -32,13 +32,17 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import InvalidPredicateError, ReplaceWhereMismatchError, SparkWriteError
+from deltalog.errors import ReplaceWhereMismatchError, SparkWriteError
 from deltalog.protocol.schema import StructType
-from deltalog.spark.staged import StagedWrite
-from deltalog.stats.file_stats import UnusableParsedStats
-from deltalog.stats.predicates import TRUE, And, Predicate, matches
-from deltalog.stats.skipping import prune_files
+from deltalog.stats.predicates import Predicate, matches
+from deltalog.write.rewrite_plan import (
+    candidate_files,
+    check_predicate_columns,
+    is_data_predicate,
+    partition_part,
+)
 from deltalog.write.row_tracking import refuse_table_rewrite
+from deltalog.writer.staged import StagedWrite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -52,47 +56,6 @@ __all__ = ["check_predicate_columns", "is_data_predicate", "partition_part", "st
 _CHECK_DDL = "violations long, example string"
 #: Runs the write job for a DataFrame of table rows (and the columns it has); its adds.
 WriteJob = Callable[["DataFrame", list[str]], list["AddFile"]]
-
-
-def is_data_predicate(predicate: Predicate, partition_columns: Iterable[str]) -> bool:
-    """Whether ``predicate`` names a column that is not a partition column."""
-    return not predicate.columns() <= set(partition_columns)
-
-
-def check_predicate_columns(predicate: Predicate, schema: StructType) -> None:
-    """Refuse a predicate naming unknown columns or values that do not fit their columns.
-
-    Raises:
-        InvalidPredicateError: Naming the column or value.
-    """
-    unknown = sorted(predicate.columns() - set(schema.names))
-    if unknown:
-        raise InvalidPredicateError(
-            f"the overwrite predicate names column(s) {unknown} the table lacks "
-            f"(columns: {schema.names})"
-        )
-    matches(predicate, schema.to_arrow().empty_table())  # raises on a literal that does not fit
-
-
-def partition_part(predicate: Predicate, partition_columns: Iterable[str]) -> Predicate:
-    """The top-level conjuncts of ``predicate`` on partition columns only (``TRUE`` if none).
-
-    Every row the predicate selects satisfies it, so it is a sound read predicate.
-    """
-    allowed = set(partition_columns)
-    stack, kept = [predicate], []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, And):
-            stack += [node.right, node.left]
-        elif node.columns() and node.columns() <= allowed:
-            kept.append(node)
-    if not kept:
-        return TRUE
-    out = kept[0]
-    for node in kept[1:]:
-        out = And(out, node)
-    return out
 
 
 # ---------------------------------------------------------------------------- executor side
@@ -217,11 +180,7 @@ def stage_data_replace(
     snapshot = tx.snapshot
     schema = snapshot.schema
     partition_columns = snapshot.partition_columns
-    try:  # the checkpoint's typed statistics spare parsing its JSON, where already at hand
-        typed = snapshot.typed_stats(build=False)
-        candidates = prune_files(snapshot.files, predicate, schema, partition_columns, typed)
-    except UnusableParsedStats:
-        candidates = prune_files(snapshot.files, predicate, schema, partition_columns)
+    candidates = candidate_files(snapshot, predicate)
     if candidates.num_rows:  # their unselected rows would be copied under new row ids
         refuse_table_rewrite(
             snapshot.protocol, snapshot.metadata, operation="a replace_where on data columns of"

@@ -23,17 +23,14 @@ from deltalog.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from deltalog.log import in_commit_timestamps as ict
-from deltalog.log.clock import now_ms
 from deltalog.log.storage import TableStorage
-from deltalog.protocol.actions import Action, AddFile, Txn, serialize_actions
+from deltalog.protocol.actions import AddFile
 from deltalog.protocol.column_mapping import (
     map_new_columns,
     physical_name,
 )
 from deltalog.protocol.schema import StructType
 from deltalog.protocol.user_input import renamed_keyword
-from deltalog.spark.constraints import refuse_unenforced_constraints
 from deltalog.spark.job import run_job, written_partitions
 from deltalog.spark.options import (
     AUTO_MERGE_CONF,
@@ -50,7 +47,6 @@ from deltalog.spark.replace_data import (
     stage_data_replace,
 )
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
-from deltalog.spark.staged import StagedWrite, WriteResult
 from deltalog.spark.time_zones import in_session_time_zone, session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import (
@@ -59,12 +55,13 @@ from deltalog.stats.predicates import (
     partition_table,
     validate,
 )
-from deltalog.table import DeltaTable, SchemaMode, new_table_actions
-from deltalog.write import row_tracking
+from deltalog.table import DeltaTable, SchemaMode
 from deltalog.write.clustering import check_clustering_stats
-from deltalog.write.commit import make_commit_info, write_metrics
+from deltalog.write.constraints import refuse_unenforced_constraints
+from deltalog.write.first_commit import first_commit, new_table_actions
 from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.write.table_changes import protocol_for_schema
+from deltalog.writer.staged import StagedWrite, WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -414,30 +411,18 @@ def _stage_new_table(
     try:
         if predicate is not None and not is_data_predicate(predicate, partition_columns):
             _check_inside(adds, predicate, schema, partition_columns)
-        info = make_commit_info(
-            operation="WRITE",
+        txns = None
+        if settings.app_id is not None and settings.app_version is not None:
+            txns = {settings.app_id: settings.app_version}
+        staged._first_commit = first_commit(
+            metadata,
+            protocol,
+            adds,
             parameters=_parameters(settings, partition_by, predicate),
-            read_version=None,
             is_blind_append=settings.mode != "overwrite",
-            metrics=write_metrics(adds),
+            txns=txns,
             user_metadata=settings.user_metadata,
         )
-        if ict.enabled(metadata):
-            info = ict.stamp(info, now_ms())
-        first_adds: list[Action] = list(adds)
-        row_domain = None
-        if row_tracking.supported(protocol, metadata):  # fresh row ids from 0 at version 0
-            assigned, row_domain = row_tracking.assign(adds, 0, -1)
-            first_adds = list(assigned)
-        actions: list[Action] = [info, protocol, metadata]
-        if settings.app_id is not None and settings.app_version is not None:
-            actions.append(
-                Txn(app_id=settings.app_id, version=settings.app_version, last_updated=now_ms())
-            )
-        if row_domain is not None:
-            actions.append(row_domain)
-        actions.extend(first_adds)
-        staged._first_commit = serialize_actions(actions)
     except BaseException:
         staged.abort()
         raise

@@ -20,7 +20,7 @@ import datetime as dt
 import decimal
 import functools
 import json
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ import pyarrow.json as pj
 from deltalog.arrow import values as arrow_values
 from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.checkpoints.nulls import null_array
+from deltalog.protocol.config import STATS_COLUMNS, num_indexed_cols
 from deltalog.protocol.schema import (
     DataType,
     DecimalType,
@@ -41,7 +42,14 @@ from deltalog.protocol.schema import (
 )
 from deltalog.stats.predicates import partition_table
 
-__all__ = ["Leaf", "UnusableParsedStats", "flatten_stats", "stat_leaves", "typed_from_json"]
+__all__ = [
+    "Leaf",
+    "UnusableParsedStats",
+    "flatten_stats",
+    "indexed_leaves",
+    "stat_leaves",
+    "typed_from_json",
+]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 _NO_BOUNDS = ("binary", "void", "variant")
@@ -104,6 +112,24 @@ def stat_leaves(schema: StructType, partition_columns: Sequence[str]) -> list[Le
 
     walk(schema, (), ())
     return out
+
+
+def indexed_leaves(leaves: list[Leaf], configuration: Mapping[str, str | None]) -> list[Leaf]:
+    """The leaves statistics are collected for, as delta-spark chooses them.
+
+    ``delta.dataSkippingStatsColumns`` (comma-separated, dotted for nested fields) if set, else
+    the first ``delta.dataSkippingNumIndexedCols`` leaves (``-1``: all).
+    """
+    named = configuration.get(STATS_COLUMNS)
+    if named and named.strip():
+        wanted = {n.strip().replace("`", "") for n in named.split(",") if n.strip()}
+        return [
+            leaf
+            for leaf in leaves
+            if any(leaf.name == w or leaf.name.startswith(w + ".") for w in wanted)
+        ]
+    count = num_indexed_cols(configuration)
+    return list(leaves) if count < 0 else leaves[:count]
 
 
 def _json_type(leaf: Leaf, exact_decimals: bool = True) -> pa.DataType:

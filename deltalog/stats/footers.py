@@ -11,9 +11,6 @@ bounds. A column has both ``minValues`` and ``maxValues`` or neither.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +40,7 @@ from deltalog.protocol.schema import (
     StructType,
     type_from_arrow,
 )
-
-STRING_PREFIX = 32
+from deltalog.stats.stats_json import STRING_PREFIX, bounds, set_path, stats_json, string_prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,47 +158,11 @@ def _leaves(t: pa.DataType, path: tuple[str, ...], repeated: bool, out: list[Any
         out.append((path, t, repeated))
 
 
-def _json_value(value: Any, t: pa.DataType) -> Any:
-    """A statistics value as JSON, or ``None`` when it cannot be represented exactly."""
-    if value is None:
-        return None
-    if pa.types.is_boolean(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return None
-    if pa.types.is_fixed_size_binary(t):
-        return None
-    if isinstance(value, bytes):
-        return None
-    if pa.types.is_integer(t):
-        return int(value)
-    if pa.types.is_floating(t):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    if pa.types.is_decimal(t):
-        d = decimal.Decimal(value)
-        f = float(d)
-        return f if math.isfinite(f) and decimal.Decimal(repr(f)) == d else None
-    if pa.types.is_date(t):
-        return value.isoformat() if isinstance(value, dt.date) else None
-    if pa.types.is_timestamp(t):
-        if not isinstance(value, dt.datetime):
-            return None
-        if t.tz is not None or t.unit == "ns":
-            utc = value.astimezone(dt.UTC) if value.tzinfo else value
-            naive = utc.replace(tzinfo=None)
-            return naive.isoformat(timespec="milliseconds") + "Z"  # zero-padded years < 1000
-        return value.isoformat(timespec="milliseconds")
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return value if isinstance(value, str) else None
-    return None
-
-
-def _set(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    for key in path[:-1]:
-        tree = tree.setdefault(key, {})
-    tree[path[-1]] = value
-
-
-def compute_stats(footer: FooterInfo, num_indexed_cols: int = DEFAULT_INDEXED_COLS) -> str:
+def compute_stats(
+    footer: FooterInfo,
+    num_indexed_cols: int = DEFAULT_INDEXED_COLS,
+    prefix: int = STRING_PREFIX,
+) -> str:
     """The ``stats`` JSON string for a data file, from its footer only."""
     meta = footer.metadata
     stats: dict[str, Any] = {"numRecords": meta.num_rows}
@@ -220,10 +180,10 @@ def compute_stats(footer: FooterInfo, num_indexed_cols: int = DEFAULT_INDEXED_CO
             continue
         chunks = [meta.row_group(i).column(j).statistics for i in range(meta.num_row_groups)]
         if meta.num_row_groups == 0:
-            _set(nulls, path, 0)
+            set_path(nulls, path, 0)
             continue
         if all(s is not None and s.has_null_count for s in chunks):
-            _set(nulls, path, sum(s.null_count for s in chunks))
+            set_path(nulls, path, sum(s.null_count for s in chunks))
         with_values = [s for s in chunks if s is not None and s.has_min_max]
         all_null = all(
             s is not None and s.has_null_count and s.null_count == s.num_values
@@ -232,24 +192,13 @@ def compute_stats(footer: FooterInfo, num_indexed_cols: int = DEFAULT_INDEXED_CO
         )
         if not with_values or not all_null:
             continue
-        lo = _json_value(min(s.min for s in with_values), arrow_type)
-        hi = _json_value(max(s.max for s in with_values), arrow_type)
-        if isinstance(lo, str) and not _is_ts(arrow_type):
-            lo = lo[:STRING_PREFIX]
-        if isinstance(hi, str) and not _is_ts(arrow_type) and len(hi) > STRING_PREFIX:
-            hi = None
-        # Both bounds or neither: some readers (delta-rs 1.6) mishandle a lone bound.
-        if lo is not None and hi is not None:
-            _set(mins, path, lo)
-            _set(maxs, path, hi)
-    stats["minValues"] = mins
-    stats["maxValues"] = maxs
-    stats["nullCount"] = nulls
-    return orjson.dumps(stats).decode()
-
-
-def _is_ts(t: pa.DataType) -> bool:
-    return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
+        pair = bounds(
+            min(s.min for s in with_values), max(s.max for s in with_values), arrow_type, prefix
+        )
+        if pair is not None:
+            set_path(mins, path, pair[0])
+            set_path(maxs, path, pair[1])
+    return stats_json(meta.num_rows, mins, maxs, nulls)
 
 
 def check_nullability(stats: str, table: StructType, location: str) -> None:
@@ -306,7 +255,9 @@ def build_add(
     values = check_partition_values(
         {k: v for k, v in raw_values.items() if k in partition_columns}, table, partition_columns
     )
-    stats = compute_stats(footer, config.num_indexed_cols(configuration))
+    stats = compute_stats(
+        footer, config.num_indexed_cols(configuration), string_prefix(configuration)
+    )
     check_nullability(stats, data_schema, location)
     return AddFile(
         path=action_path,

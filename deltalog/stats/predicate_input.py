@@ -4,7 +4,8 @@
 so the accepted forms are the same everywhere: SQL text (:mod:`deltalog.stats.predicate_sql`),
 ``{"date": "2024-01-01"}`` (AND of equalities, ``None`` meaning IS NULL), a list of
 ``(column, op, value)`` tuples (AND), or a list of such lists (OR of ANDs), as in pyarrow's and
-delta-rs's filters. It sits above both :mod:`deltalog.stats.predicates` (the expression tree) and
+delta-rs's filters, or a ``pyarrow.compute.Expression`` (:mod:`deltalog.stats.arrow_expression`).
+It sits above both :mod:`deltalog.stats.predicates` (the expression tree) and
 :mod:`deltalog.stats.predicate_sql` (the parser that builds it).
 """
 
@@ -32,7 +33,7 @@ __all__ = ["Filters", "PredicateLike", "as_predicate"]
 
 
 Filters: TypeAlias = Sequence[tuple[str, str, Any]] | Sequence[Sequence[tuple[str, str, Any]]]
-PredicateLike: TypeAlias = Predicate | str | Mapping[str, Any] | Filters
+PredicateLike: TypeAlias = Predicate | str | Mapping[str, Any] | Filters | Any
 
 
 def as_predicate(given: PredicateLike) -> Predicate:
@@ -44,6 +45,10 @@ def as_predicate(given: PredicateLike) -> Predicate:
     """
     if isinstance(given, Predicate):
         return given
+    if type(given).__name__ == "Expression" and type(given).__module__.startswith("pyarrow"):
+        from deltalog.stats.arrow_expression import ArrowExpression  # loads pyarrow.acero
+
+        return ArrowExpression(given)
     if isinstance(given, Column):
         raise InvalidPredicateError(f"{given.name!r} is a column, not a predicate")
     if isinstance(given, str):

@@ -9,6 +9,7 @@ The grammar is the part of Spark SQL that makes sense on partition values::
                 | name [NOT] IN '(' literal, ... ')'
                 | name IS [NOT] NULL
                 | name [NOT] BETWEEN literal AND literal
+                | name [NOT] LIKE 'pattern'
 
 ``op`` is one of ``= == != <> < <= > >=``; names may be quoted with backticks; literals are
 'strings' (``''`` escapes a quote), numbers, ``TRUE``/``FALSE``, ``NULL``, and ``DATE '...'`` /
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.errors import InvalidPredicateError
-from deltalog.stats.predicates import And, Comparison, In, IsNull, Not, Or, Predicate
+from deltalog.stats.predicates import And, Comparison, In, IsNull, Like, Not, Or, Predicate
 
 #: Deepest nesting a predicate may have (see the module docstring).
 MAX_DEPTH = 200
@@ -46,7 +47,7 @@ _TOKEN = re.compile(
 )
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _KEYWORDS = {
-    *("AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN"),
+    *("AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE"),
     *("TRUE", "FALSE", "DATE", "TIMESTAMP"),
 }
 
@@ -241,8 +242,10 @@ class _Parser:
             high = self.literal().value
             between = And(Comparison(name, ">=", low), Comparison(name, "<=", high))
             return Not(between) if negated else between
+        if self.accept("keyword", "LIKE"):
+            return Like(name, self.take("string").text, negated=negated)
         if negated:
-            self.fail("expected IN or BETWEEN after NOT")
+            self.fail("expected IN, BETWEEN or LIKE after NOT")
         op = self.take("op").text
         return Comparison(name, op, self.literal().value)
 

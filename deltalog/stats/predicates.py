@@ -171,6 +171,33 @@ class IsNull(Predicate):
 
 
 @dataclass(frozen=True, eq=False)
+class Like(Predicate):
+    """``column LIKE 'pattern'`` (``negated``: ``NOT LIKE``), as in SQL.
+
+    ``%`` matches any characters, ``_`` one, a backslash escapes the next; case-sensitive.
+    """
+
+    column: str
+    pattern: str
+    negated: bool = False
+
+    def _columns(self) -> set[str]:
+        return {self.column}
+
+    def _mask(self, table: pa.Table) -> pa.Array:
+        values = table.column(self.column)
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            raise InvalidPredicateError(
+                f"LIKE needs a string column; {self.column!r} is {values.type}"
+            )
+        hit = pc.match_like(values, self.pattern)
+        return pc.invert(hit) if self.negated else hit
+
+    def __str__(self) -> str:
+        return f"{_name(self.column)} {'NOT LIKE' if self.negated else 'LIKE'} {_sql(self.pattern)}"
+
+
+@dataclass(frozen=True, eq=False)
 class And(Predicate):
     """Both sides hold."""
 
@@ -258,6 +285,10 @@ class Column:
     def between(self, low: Any, high: Any) -> Predicate:
         """``low <= column <= high``."""
         return And(Comparison(self.name, ">=", low), Comparison(self.name, "<=", high))
+
+    def like(self, pattern: str) -> Predicate:
+        """``column LIKE pattern`` (``%`` any characters, ``_`` one)."""
+        return Like(self.name, pattern)
 
     def is_null(self) -> Predicate:
         """``column IS NULL``."""
@@ -460,7 +491,7 @@ def _parse_text(text: str, arrow_type: pa.DataType) -> Any:
 
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED = {"and", "or", "not", "in", "is", "null", "between", "true", "false"}
+_RESERVED = {"and", "or", "not", "in", "is", "null", "between", "like", "true", "false"}
 
 
 def _name(column: str) -> str:

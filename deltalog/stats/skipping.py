@@ -133,7 +133,12 @@ class _Evaluator:
             if any(v is None for v in p.values):  # x NOT IN (..., NULL) is never true
                 return av.bools(False, self.n)
             return self._all([self.compare(p.column, "!=", v) for v in p.values], self.n)
-        return av.bools(True, self.n)  # unknown node: keep
+        names = p.columns()
+        if names and names <= set(self.partition_columns):  # exact on partition values
+            values = pa.table({c: self.flat.column(f"partition.{c}") for c in sorted(names)})
+            mask = p._mask(values)
+            return pc.fill_null(mask if want else pc.invert(mask), av.false())
+        return av.bools(True, self.n)  # another node on data columns: keep
 
     @staticmethod
     def _any(masks: list[pa.Array], n: int) -> pa.Array:

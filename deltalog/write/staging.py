@@ -283,6 +283,7 @@ def check_staged(
     rewrites_data: bool,
     read_whole_table: bool,
     prefix: str,
+    enforced: frozenset[str] = frozenset(),
 ) -> None:
     """Refuse staged changes the table cannot take, before anything is written.
 
@@ -295,6 +296,7 @@ def check_staged(
         rewrites_data: Whether the metadata change makes existing files unreadable.
         read_whole_table: Whether the transaction read the whole table.
         prefix: The table root's scheme prefix, as removes are keyed.
+        enforced: Writer features the caller enforces itself (see ``Transaction.enforced``).
 
     Raises:
         UnsupportedFeatureError: deltalog cannot write the (new) protocol.
@@ -305,9 +307,9 @@ def check_staged(
     new_metadata = metadata or snapshot.metadata
     new_protocol = protocol or snapshot.protocol
     if metadata is None and protocol is None:
-        snapshot.check_writable()
+        snapshot.check_writable(enforced)
     else:
-        check_writable(new_protocol, new_metadata)
+        check_writable(new_protocol, new_metadata, enforced)
     removes_data = any(r.data_change for r in removes.values())
     if removes_data and str(new_metadata.configuration.get("delta.appendOnly")).lower() == "true":
         raise AppendOnlyError(

@@ -136,6 +136,8 @@ class Transaction:
             change), once committed; else ``None``.
         attempts: How many versions the commit tried.
         no_op: Whether the commit wrote nothing because an identical ``txn`` had landed.
+        enforced: Writer features this transaction's writer enforces itself (see
+            :func:`~deltalog.protocol.features.check_writable`).
     """
 
     def __init__(
@@ -195,6 +197,7 @@ class Transaction:
         self.version: int | None = None
         self.attempts = 0
         self.no_op = False
+        self.enforced: frozenset[str] = frozenset()  # e.g. checkConstraints: see _prepare
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Transaction:
@@ -696,6 +699,7 @@ class Transaction:
             rewrites_data=self._metadata_rewrites_data,
             read_whole_table=self._read_whole_table,
             prefix=self._prefix,
+            enforced=self.enforced,
         )
         if self._described:
             check_not_live(self._snapshot, self._adds, self._described, self._removes, self._prefix)

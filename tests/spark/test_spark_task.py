@@ -163,3 +163,18 @@ def test_a_constraint_violation_is_a_result_row_not_an_exception(tmp_path: Path)
 
     (only,) = run(plan, [after])
     assert "NOT NULL constraint violated for column 'id'" in str(only["violation"])
+
+
+def test_statistics_columns_and_prefix_follow_the_table(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("t", pa.string())])
+    batch = pa.record_batch(
+        [pa.array([1, 2]), pa.array(["abcdef", "b"]), pa.array(["x", "y"])], schema=schema
+    )
+    properties = (
+        ("delta.dataSkippingStatsColumns", "s"),
+        ("delta.dataSkippingStringPrefixLength", "3"),
+    )
+    (row,) = run(plan_for(tmp_path, schema, [], stats_properties=properties), [batch])
+    stats = orjson.loads(row["stats"])  # type: ignore[arg-type]
+    assert stats["nullCount"] == {"s": 0}
+    assert stats["minValues"] == {"s": "abc"} and stats["maxValues"] == {"s": "b"}

@@ -1,4 +1,4 @@
-"""The table's column constraints, checked on every batch a Spark task writes.
+"""The table's column constraints, checked on every batch the data writer writes.
 
 As delta-spark's invariant checker does: a non-nullable column (at any depth, wherever its
 parent struct is not null; partition columns included) must hold no null, a ``varchar(n)``
