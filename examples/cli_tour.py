@@ -1,7 +1,7 @@
 """The table docs/cli.md shows the ``deltalog`` command on, and the commands it runs.
 
 ``python examples/cli_tour.py DIR`` builds a small table at ``DIR/events`` (two days, three
-appends, one day replaced, a checkpoint) and prints each command of the page with its output,
+appends, then one day replaced) and prints each command of the page with its output,
 run from ``DIR`` as a user would. ``tests/cli/test_cli_docs.py`` runs the commands of the page
 on this table and compares their output with the page's.
 """

@@ -3,7 +3,9 @@
 Every fenced block in ``README.md``, ``CONTRIBUTING.md``, ``CHANGELOG.md`` and ``docs/**/*.md``
 must name its language. ``python`` and ``bash`` (``sh``, ``shell``) blocks are code and run;
 ``console`` blocks are shell transcripts (``$ command`` lines, then output) whose commands run;
-``text``, ``toml``, ``json``, ``yaml``, ``ini`` and ``csv`` blocks are data or output, never run.
+``text``, ``toml``, ``json``, ``yaml``, ``ini`` and ``csv`` blocks are data or output, never run,
+so they hold no ``deltalog`` command (one is always run, or tested by a named test); commands
+for places CI does not have (a cluster's image, a remote master) may stand in a text block.
 
 An HTML comment on the line right before a fence (invisible on GitHub and in the site) says
 what a block needs, as space-separated words:
@@ -33,7 +35,10 @@ runner cannot place (no language, an unknown language or word) fails
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +55,8 @@ NEEDS = {"spark", "s3", "gcs", "azure"}
 MODES = {"install", "tested-by"}
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
+#: A line of a data block that is a ``deltalog`` command (``$ deltalog``, ``python -m deltalog``).
+_COMMAND = re.compile(r"^(\$ )?(deltalog|python3? -m deltalog) ", re.M)
 _DIRECTIVE = re.compile(r"^\s*<!--\s*run:\s*(?P<words>.*?)\s*-->\s*$")
 
 
@@ -120,6 +127,11 @@ class Block:
             out.append(f"{self.where}: unknown run words {sorted(unknown)}")
         if self.words and self.language in DATA:
             out.append(f"{self.where}: a {self.language} block is never run; drop the comment")
+        if self.language in DATA and _COMMAND.search(self.code):
+            out.append(
+                f"{self.where}: a deltalog command in a {self.language} block is never run; "
+                "make it a bash or console block (run, or tested-by a test that runs it)"
+            )
         return out
 
 
@@ -174,3 +186,52 @@ def bucket_names(code: str, need: str) -> set[str]:
         "azure": r"(?:az|abfss?)://([a-z0-9][a-z0-9-]+)[/@]",
     }
     return set(re.findall(patterns[need], code))
+
+
+def command_dir(directory: Path) -> Path:
+    """A ``bin`` folder in ``directory`` with ``python``, ``python3`` and ``deltalog``.
+
+    Each is a small script that runs this interpreter (``sys.executable``), the way a reader's
+    shell finds the Python that has deltalog. Not a symlink: a venv's Python reached through a
+    link in another folder does not find its ``pyvenv.cfg`` and starts without the venv's
+    packages (no pyarrow).
+    """
+    bin_dir = directory / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    shims = {
+        "python": f'exec "{sys.executable}" "$@"',
+        "python3": f'exec "{sys.executable}" "$@"',
+        "deltalog": f'exec "{sys.executable}" -m deltalog "$@"',
+    }
+    for name, command in shims.items():
+        shim = bin_dir / name
+        shim.write_text(f"#!/bin/sh\n{command}\n")
+        shim.chmod(0o755)
+    return bin_dir
+
+
+def shell_environment(directory: Path) -> dict[str, str]:
+    """The environment a page's shell commands run in: ``command_dir`` first on ``PATH``.
+
+    deltalog is imported from this checkout (``PYTHONPATH``), whatever is installed.
+    """
+    return {
+        **os.environ,
+        "PATH": f"{command_dir(directory)}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def run_shell(
+    code: str, cwd: Path, env: dict[str, str], timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run a bash block as the docs runner does (``bash -e -o pipefail``); the finished process."""
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

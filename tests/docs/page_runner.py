@@ -2,9 +2,10 @@
 
 Started by ``tests/docs/test_snippets.py`` in a fresh working directory. ``BLOCKS.json`` is a
 list of ``{"where", "line", "page", "language", "code"}``. Python blocks run in one namespace
-(tracebacks name the page and its line numbers), bash blocks with ``bash -e -o pipefail``,
-console blocks command by command (the ``$ `` lines). The first failure stops the run with
-exit status 1 and names the block.
+(tracebacks name the page and its line numbers; ``sys.argv`` is ``[""]`` as in an interactive
+session, so a block that reads ``sys.argv[1]`` sees no argument), bash blocks with
+``bash -e -o pipefail``, console blocks command by command (the ``$ `` lines). The first
+failure stops the run with exit status 1 and names the block.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def main() -> None:
     with open(sys.argv[1]) as f:
         blocks = json.load(f)
     namespace: dict[str, object] = {"__name__": "__main__"}
+    sys.argv = [""]  # as in a Python session a reader pastes into, not this runner's arguments
     for block in blocks:
         where, language = block["where"], block["language"]
         if language in PYTHON:

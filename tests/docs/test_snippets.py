@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docsnippets import ROOT, Block, all_blocks, blocks, bucket_names, pages
+from docsnippets import ROOT, Block, all_blocks, blocks, bucket_names, pages, shell_environment
 
 RUNNER = Path(__file__).resolve().parent / "page_runner.py"
 PAGE_TIMEOUT = 900
@@ -51,25 +50,6 @@ def test_every_install_block_is_run_by_the_packaging_test() -> None:
     assert installs, "the README's install commands must run in CI (<!-- run: install -->)"
     for block in installs:
         assert block.language in ("bash", "sh", "shell"), block.where
-
-
-def _bin_dir(tmp_path: Path) -> Path:
-    """``python`` (this interpreter) and ``deltalog`` (its console script) for bash blocks."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
-    (bin_dir / "python3").symlink_to(sys.executable)
-    script = Path(sys.executable).parent / "deltalog"
-    if script.exists():
-        (bin_dir / "deltalog").symlink_to(script)
-    else:  # an interpreter without the console script (deltalog imported from the tree)
-        shim = bin_dir / "deltalog"
-        shim.write_text(
-            f'#!/bin/sh\nexec "{sys.executable}" -c "import sys; sys.argv[0] = \'deltalog\'; '
-            f'from deltalog.cli import main; sys.exit(main())" "$@"\n'
-        )
-        shim.chmod(0o755)
-    return bin_dir
 
 
 def _store_environment(
@@ -155,9 +135,7 @@ def run_blocks(
         )
     )
     environment = {
-        **os.environ,
-        "PATH": f"{_bin_dir(tmp_path)}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
+        **shell_environment(tmp_path),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONWARNINGS": "error::DeprecationWarning:__main__",
@@ -172,6 +150,20 @@ def run_blocks(
         timeout=PAGE_TIMEOUT,
         check=False,
     )
+
+
+def test_blocks_get_this_python_and_no_arguments(tmp_path: Path) -> None:
+    """``python`` and ``deltalog`` in a bash block are this interpreter, with its packages
+    (pyarrow); a python block sees ``sys.argv == [""]``, as in a session a reader pastes into.
+    """
+    found = [
+        Block("page.md", 1, "bash", "python -c 'import pyarrow' && python -m deltalog --version\n"),
+        Block("page.md", 3, "bash", "deltalog --version\n"),
+        Block("page.md", 5, "python", 'import sys\nassert sys.argv == [""], sys.argv\n'),
+    ]
+    done = run_blocks(found, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "[docs] every block ran" in done.stderr
 
 
 @pytest.mark.parametrize("page", _page_params())

@@ -279,3 +279,19 @@ def test_the_docs_example_runs(tmp_path: Path) -> None:
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
     page = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
     assert script.read_text().split('"""', 2)[2].strip() in page  # the page shows this script
+
+
+def test_the_docs_commands_run(tmp_path: Path) -> None:
+    """docs/report.md's shell block, run as written in a directory holding ``events``."""
+    from docsnippets import blocks, run_shell, shell_environment
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "report.md"
+    (example,) = [b for b in blocks(page) if b.tested_by == "tests/report/test_report.py"]
+    work = tmp_path / "work"
+    build_table(work / "events")
+    done = run_shell(example.code, work, shell_environment(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert (work / "events.html").read_text().startswith("<!DOCTYPE html>")
+    assert (work / "report.html").read_text().startswith("<!DOCTYPE html>")  # --no-check
+    shown = orjson.loads((work / "events.json").read_bytes())
+    assert shown["files"]["num_files"] == DeltaTable(str(work / "events")).files().num_rows

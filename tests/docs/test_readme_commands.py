@@ -28,7 +28,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 @pytest.mark.spark
 def test_readme_main_job_runs(tmp_path: Path) -> None:
-    command = _block("tests/docs/test_main_job.py")
+    command = _block("tests/docs/test_readme_commands.py")
     assert command == "bash scripts/main.sh"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     done = subprocess.run(
