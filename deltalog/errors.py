@@ -406,7 +406,7 @@ class ReplaceWhereMismatchError(InvalidPredicateError):
 
 
 class ConstraintViolationError(InvalidInputError):
-    """Rows break a column constraint of the table (NOT NULL, CHAR/VARCHAR length)."""
+    """Rows break a constraint of the table (NOT NULL, CHECK, CHAR/VARCHAR length)."""
 
 
 class InvalidRetentionError(InvalidInputError):
