@@ -4,4 +4,5 @@ import sys
 
 from deltalog.cli.commands import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (pkgutil.walk_packages) runs nothing
+    sys.exit(main())

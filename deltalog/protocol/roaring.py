@@ -14,7 +14,7 @@ count, the containers' cardinalities must add up to no more than the DV's declar
 cardinality, and a run container's runs must stay inside it and add up to its cardinality.
 Values are then made by Arrow kernels (a run container through run-end decoding), never row by
 row in Python, so the work and memory are bounded by the cardinality (itself bounded by the
-file's rows). Only pyarrow is used: numpy is not a dependency of deltalog's core.
+file's rows). Only pyarrow is used here, no numpy.
 """
 
 from __future__ import annotations
