@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.arrow import values as av
 from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
@@ -36,7 +39,7 @@ from deltalog.protocol.schema import (
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate, matches, partition_table
 
-__all__ = ["read_file_rows", "read_rows"]
+__all__ = ["FileRows", "read_file_positions", "read_file_rows", "read_rows"]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 
@@ -100,11 +103,61 @@ def read_file_rows(
         MissingDataFileError: A data or deletion-vector file the log names is gone.
         StorageError: A file cannot be read.
     """
+    for found in read_file_positions(storage, snapshot, files):
+        yield found.rows
+
+
+@dataclass(frozen=True, slots=True)
+class FileRows:
+    """The live rows of one data file and where they sit in it.
+
+    Attributes:
+        rows: The live rows (the columns asked for, logical names, the table's Arrow types).
+        positions: Each row's index in the data file (``int64``; the rows its deletion vector
+            deletes are absent).
+        physical_rows: Rows in the data file (its Parquet footer's count).
+        deleted: The row indexes the file's deletion vector deletes (ascending ``uint64``),
+            ``None`` when it has none.
+    """
+
+    rows: pa.Table
+    positions: pa.Array
+    physical_rows: int
+    deleted: pa.Array | None
+
+
+def read_file_positions(
+    storage: TableStorage,
+    snapshot: Snapshot,
+    files: pa.Table,
+    *,
+    columns: Sequence[str] | None = None,
+) -> Iterator[FileRows]:
+    """:class:`FileRows` of each file in ``files`` (rows of ``snapshot.files``), in order.
+
+    What a row-level change (delete, update, merge) reads: the live rows, and the position of
+    each in its file, which a new deletion vector names.
+
+    Args:
+        storage: Where the table is.
+        snapshot: The version the files belong to.
+        files: The files to read.
+        columns: Only these columns (logical names, in table order); default all. Data columns
+            that are not asked for are not read from the file.
+
+    Raises:
+        MissingDataFileError: A data or deletion-vector file the log names is gone.
+        DeletionVectorError: A deletion vector does not decode.
+        StorageError: A file cannot be read.
+    """
     schema = snapshot.schema
     partition_columns = list(snapshot.metadata.partition_columns)
-    target = pa.schema([f.remove_metadata() for f in schema.to_arrow()])
+    wanted = set(columns) if columns is not None else None
+    target = pa.schema(
+        [f.remove_metadata() for f in schema.to_arrow() if wanted is None or f.name in wanted]
+    )
     for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist():
-        yield _read_file(storage, schema, partition_columns, target, row)
+        yield _read_positions(storage, schema, partition_columns, target, row)
 
 
 def _physical(field: StructField) -> str:
@@ -135,20 +188,40 @@ def _read_file(
     target: pa.Schema,
     row: dict[str, Any],
 ) -> pa.Table:
+    return _read_positions(storage, schema, partition_columns, target, row, positions=False).rows
+
+
+def _read_positions(
+    storage: TableStorage,
+    schema: StructType,
+    partition_columns: list[str],
+    target: pa.Schema,
+    row: dict[str, Any],
+    *,
+    positions: bool = True,
+) -> FileRows:
     location = storage.locate(row["path"])
     fields = [schema.field(n) for n in target.names]
     data_fields = [f for f in fields if f.name not in partition_columns]
+    deleted = None
     with _reading(location), storage.store.open_input(location) as fh:
         parquet = pq.ParquetFile(fh)
+        physical_rows = parquet.metadata.num_rows
         keep = None
         if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
-            keep = _kept_rows(storage, row["deletion_vector"], parquet.metadata.num_rows)
+            deleted = _deleted_rows(storage, row["deletion_vector"], physical_rows)
+            keep = live_mask(deleted, physical_rows)
         present = set(parquet.schema_arrow.names)
         physical = [_physical(f) for f in data_fields if _physical(f) in present]
-        data = parquet.read(columns=physical)
+        data = parquet.read(columns=physical) if physical else None
+    rows = physical_rows
     if keep is not None:
-        data = data.filter(keep)
-    rows = data.num_rows
+        data = None if data is None else data.filter(keep)
+        rows = physical_rows - len(deleted) if deleted is not None else physical_rows
+    where = av.int_range(0, 0)
+    if positions:
+        where = av.int_range(0, physical_rows) if keep is None else pc.indices_nonzero(keep)
+        where = where.cast(pa.int64())
     values = dict(row["partition_values"] or [])
     out: list[pa.Array] = []
     for f in fields:
@@ -157,18 +230,20 @@ def _read_file(
             text = values.get(_physical(f), values.get(f.name))
             parsed = partition_table([{f.name: text}], schema, [f.name]).column(f.name)
             out.append(pa.repeat(parsed[0], rows).cast(arrow_type))
-        elif _physical(f) in data.column_names:
+        elif data is not None and _physical(f) in data.column_names:
             column = data.column(_physical(f)).combine_chunks()
             out.append(_logical(column, f.type).cast(arrow_type))
         else:  # a column added after this file was written
             out.append(pa.nulls(rows, arrow_type))
-    return pa.Table.from_arrays(out, schema=target)
+    table = pa.Table.from_arrays(out, schema=target)
+    if not fields:
+        table = pa.table({"_": pa.nulls(rows, pa.bool_())}).select([])
+    return FileRows(table, where, physical_rows, deleted)
 
 
-def _kept_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:
-    """A mask of the ``num_rows`` rows of a data file its deletion vector leaves live."""
-    deleted = read_deletion_vector(descriptor, lambda p: _read_dv(storage, p), num_rows=num_rows)
-    return live_mask(deleted, num_rows)
+def _deleted_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:
+    """The row indexes of a data file of ``num_rows`` rows its deletion vector deletes."""
+    return read_deletion_vector(descriptor, lambda p: _read_dv(storage, p), num_rows=num_rows)
 
 
 def _read_dv(storage: TableStorage, path: str) -> bytes:

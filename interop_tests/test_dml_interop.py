@@ -1,0 +1,128 @@
+"""``DeltaTable.delete``/``update``/``merge``/``optimize`` read back by delta-spark and delta-rs.
+
+After every operation delta-spark reads each version as deltalog does (deletion vectors and
+all), delta-rs (through DataFusion, which applies deletion vectors) reads the latest, and
+``check`` is clean. delta-spark also changes the same tables in turn (its DELETE and UPDATE on
+deltalog's deletion vectors, deltalog's on delta-spark's), and its commits are compared with
+deltalog's: same operation names, parameters and metric names. All tests share the process's
+one Spark session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import orjson
+import pyarrow as pa
+import pytest
+
+from deltalog import DeltaTable, write_table
+
+pytestmark = pytest.mark.spark
+
+DV = {"delta.enableDeletionVectors": "true"}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+def _norm(rows: list[dict[str, Any]]) -> list[str]:
+    plain = [{k: _plain(v) for k, v in r.items()} for r in rows]
+    return sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS, default=str).decode() for r in plain)
+
+
+def _dl(root: str, version: int | None = None) -> list[str]:
+    return _norm(DeltaTable(root, version=version).to_pyarrow_table().to_pylist())
+
+
+def _spark(spark: Any, root: str, version: int) -> list[str]:
+    frame = spark.read.format("delta").option("versionAsOf", version).load(root)
+    return _norm([row.asDict(recursive=True) for row in frame.collect()])
+
+
+def _rs(root: str) -> list[str]:
+    builder = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(root))
+    return _norm(pa.table(builder.execute("SELECT * FROM t").read_all()).to_pylist())
+
+
+def _agree(spark: Any, root: str, first: int = 0) -> None:
+    """delta-spark reads every version from ``first`` as deltalog; delta-rs the latest."""
+    last = DeltaTable(root).version()
+    for version in range(first, last + 1):
+        assert _spark(spark, root, version) == _dl(root, version), version
+    assert _rs(root) == _dl(root)
+    report = DeltaTable(root).check()
+    assert report.ok, report.findings
+
+
+def _info(root: str, version: int) -> dict[str, Any]:
+    path = Path(root) / "_delta_log" / f"{version:020d}.json"
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return next(a["commitInfo"] for a in lines if "commitInfo" in a)
+
+
+def _table(root: str, configuration: dict[str, str] | None, partitioned: bool) -> None:
+    for n in range(3):
+        ids = list(range(n * 20, n * 20 + 20))
+        data = pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "p": [("a", "b/c", "ü 1%")[i % 3] for i in ids],
+                "v": [float(i) for i in ids],
+                "s": [None if i % 7 == 0 else f"s{i}" for i in ids],
+            }
+        )
+        write_table(
+            root,
+            data,
+            mode="append",
+            partition_by=["p"] if partitioned and n == 0 else None,
+            configuration=configuration if n == 0 else None,
+        )
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+@pytest.mark.parametrize("partitioned", [False, True], ids=["flat", "partitioned"])
+def test_deletes_read_the_same_everywhere(
+    delta_spark: Any, tmp_path: Path, dv: bool, partitioned: bool
+) -> None:
+    root = str(tmp_path / "t")
+    _table(root, DV if dv else None, partitioned)
+    table = DeltaTable(root)
+    table.delete("id IN (1, 2, 3, 25, 41)")
+    table.delete("v > 50 AND s IS NULL")
+    table.delete("p = 'b/c' AND id < 30")
+    table.delete("id >= 0 AND id < 20", inline_deletion_vectors=4096)
+    _agree(delta_spark, root)
+
+
+def test_delta_spark_and_deltalog_take_turns_on_deletion_vectors(
+    delta_spark: Any, tmp_path: Path
+) -> None:
+    root = str(tmp_path / "t")
+    _table(root, DV, partitioned=False)
+    table = DeltaTable(root)
+    table.delete("id IN (1, 21, 41)")  # a DV in each file
+    delta_spark.sql(f"DELETE FROM delta.`{root}` WHERE id IN (2, 22, 42)")  # merged by Spark
+    spark_version = DeltaTable(root).version()
+    table.delete("id IN (3, 23, 43)")  # merged with Spark's DVs
+    _agree(delta_spark, root)
+    ours, theirs = _info(root, spark_version + 1), _info(root, spark_version)
+    assert ours["operation"] == theirs["operation"] == "DELETE"
+    assert set(ours["operationParameters"]) == set(theirs["operationParameters"])
+    assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
+    for key in ("numDeletedRows", "numDeletionVectorsUpdated", "numRemovedFiles"):
+        assert ours["operationMetrics"][key] == theirs["operationMetrics"][key], key
