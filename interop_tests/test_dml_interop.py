@@ -126,3 +126,33 @@ def test_delta_spark_and_deltalog_take_turns_on_deletion_vectors(
     assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
     for key in ("numDeletedRows", "numDeletionVectorsUpdated", "numRemovedFiles"):
         assert ours["operationMetrics"][key] == theirs["operationMetrics"][key], key
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+@pytest.mark.parametrize("partitioned", [False, True], ids=["flat", "partitioned"])
+def test_updates_read_the_same_everywhere(
+    delta_spark: Any, tmp_path: Path, dv: bool, partitioned: bool
+) -> None:
+    root = str(tmp_path / "t")
+    _table(root, DV if dv else None, partitioned)
+    table = DeltaTable(root)
+    table.update("id > 50", set={"v": "v * 2 + 1", "s": "coalesce(s, 'none')"})
+    table.update("s IS NULL", set={"s": "'was null'"})
+    table.update("p = 'a' AND id < 10", set={"p": "'moved'"})
+    table.update(set={"id": "id + 1000"})
+    _agree(delta_spark, root)
+
+
+def test_delta_spark_and_deltalog_take_turns_updating(delta_spark: Any, tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    _table(root, DV, partitioned=True)
+    table = DeltaTable(root)
+    table.update("id % 4 = 0", set={"v": "-v"})
+    delta_spark.sql(f"UPDATE delta.`{root}` SET v = v + 0.5 WHERE id % 3 = 0")
+    spark_version = DeltaTable(root).version()
+    table.update("id % 5 = 0", set={"s": "upper(s)"})
+    _agree(delta_spark, root)
+    ours, theirs = _info(root, spark_version + 1), _info(root, spark_version)
+    assert ours["operation"] == theirs["operation"] == "UPDATE"
+    assert set(ours["operationParameters"]) == set(theirs["operationParameters"])
+    assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])

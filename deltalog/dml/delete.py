@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from deltalog.stats.expression_predicate import row_predicate
 from deltalog.stats.predicate_input import PredicateLike
 from deltalog.stats.predicates import Predicate, matches, validate
 from deltalog.write.rewrite_plan import candidate_files, check_predicate_columns, partition_part
@@ -34,7 +35,6 @@ from deltalog.write.row_tracking import refuse_table_rewrite
 from deltalog.write.transaction import Transaction
 
 from .handle import OperationSettings, TableHandle, predicate_parameter, refuse_append_only
-from .predicates import row_predicate
 from .results import DmlResult
 from .rewrite import RowRewrite, Timer, deletion_vectors_enabled
 from .scan import scan_files

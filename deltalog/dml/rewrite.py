@@ -206,7 +206,7 @@ class RowRewrite:
     @property
     def has_changes(self) -> bool:
         """Whether anything is staged: a file removed or re-committed, or new rows."""
-        return bool(self._removes or self.new_files)
+        return bool(self._removes or self.new_files or self._writer is not None)
 
     @property
     def added_bytes(self) -> int:

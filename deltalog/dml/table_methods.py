@@ -8,8 +8,10 @@ move to the latest version (also :meth:`RowChanges.refresh`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, overload
 
+from deltalog.errors import InvalidExpressionError
 from deltalog.log.replay import replay
 from deltalog.log.segment import list_log
 from deltalog.log.snapshot import Snapshot
@@ -19,10 +21,9 @@ from deltalog.stats.predicate_input import PredicateLike
 from .delete import delete_rows
 from .handle import OperationSettings
 from .results import DmlResult
+from .update import update_rows
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from deltalog.write.commit import RetryPolicy
     from deltalog.write.transaction import Transaction
 
@@ -57,9 +58,99 @@ class RowChanges:
         self._snapshot = replay(self._storage, list_log(self._storage))
         return self._snapshot.version
 
-    def update(self) -> int:
-        """Move to the latest version; returns it."""
-        return self.refresh()
+    @overload
+    def update(self) -> int: ...
+
+    @overload
+    def update(
+        self,
+        predicate: PredicateLike | None = None,
+        set: Mapping[str, Any] | None = None,
+        *,
+        updates: Mapping[str, str] | None = None,
+        new_values: Mapping[str, Any] | None = None,
+        commit_properties: Any = None,
+        target_file_size: int | None = None,
+        inline_deletion_vectors: int = 0,
+    ) -> DmlResult: ...
+
+    def update(
+        self,
+        predicate: PredicateLike | None = None,
+        set: Mapping[str, Any] | None = None,
+        *,
+        updates: Mapping[str, str] | None = None,
+        new_values: Mapping[str, Any] | None = None,
+        commit_properties: Any = None,
+        target_file_size: int | None = None,
+        inline_deletion_vectors: int = 0,
+    ) -> int | DmlResult:
+        """UPDATE rows: set columns of the rows ``predicate`` selects (every row without one).
+
+        Called without arguments, ``update()`` moves to the latest version instead and returns
+        it (as :meth:`refresh`).
+
+        With ``delta.enableDeletionVectors`` on, the old rows are marked in deletion vectors
+        and only the updated rows are written; otherwise the files holding them are rewritten.
+        As delta-spark's ``UPDATE``: same commit, parameters, metrics and conflict rules (see
+        :mod:`deltalog.dml.update`). Nothing is committed when no row matches.
+
+        Args:
+            predicate: Which rows (SQL text such as ``"id > 100"``, which may compare columns
+                or compute, ``"price * qty > 1000"``, or the forms :meth:`delete` takes); a row
+                is updated when it is true.
+            set: Column -> new value: SQL expression text over the row (``"n + 1"``,
+                ``"upper(name)"``, ``"'2024-01-01'"`` for a string literal), or a Python value
+                (a literal of the column's type).
+            updates: delta-rs's spelling of ``set`` with SQL expressions only.
+            new_values: delta-rs's spelling of ``set`` with Python values only.
+            commit_properties: :class:`~deltalog.CommitProperties` (or delta-rs's).
+            target_file_size: Size of the files written.
+            inline_deletion_vectors: Store deletion vectors of at most this many bytes in the
+                log (0, the default: in DV files).
+
+        Returns:
+            The version committed and delta-spark's ``operationMetrics`` (``numUpdatedRows``,
+            ``numCopiedRows``, ``numAddedFiles``, ...).
+
+        Raises:
+            InvalidPredicateError: The predicate does not parse or names a missing column.
+            InvalidExpressionError: A column to set is missing or given twice, a value does not
+                parse, names a missing column, or does not fit its column's type (e.g. a string
+                column assigned to an int column).
+            ConstraintViolationError: An updated row breaks a NOT NULL or CHECK constraint.
+            AppendOnlyError: The table is append-only.
+            RowTrackingRewriteError: The table tracks row ids, which updated rows would lose.
+            ConcurrentModificationError: A concurrent commit conflicts (a named subclass).
+            StorageError: The store failed.
+
+        Nothing is committed, and every file written is deleted, when any of these is raised
+        (but for a store failure after which the commit may have landed).
+        """
+        given = [m for m in (set, updates, new_values) if m is not None]
+        if not given:
+            if predicate is not None:
+                raise InvalidExpressionError(
+                    "update() with a predicate needs the columns to set: "
+                    "update(predicate, set={'column': 'expression'})"
+                )
+            return self.refresh()
+        merged: dict[str, Any] = {}
+        for mapping in given:
+            if not isinstance(mapping, Mapping):
+                raise InvalidExpressionError(
+                    f"the columns to set are a mapping, not {type(mapping).__name__}"
+                )
+            for key, value in mapping.items():
+                if key in merged:
+                    raise InvalidExpressionError(f"column {key!r} is set twice")
+                merged[key] = _literal_text(value) if mapping is new_values else value
+        settings = OperationSettings.build(
+            commit_properties,
+            target_file_size=target_file_size,
+            inline_deletion_vectors=inline_deletion_vectors,
+        )
+        return update_rows(self, predicate, merged, settings)
 
     def delete(
         self,
@@ -110,3 +201,10 @@ class RowChanges:
             inline_deletion_vectors=inline_deletion_vectors,
         )
         return delete_rows(self, predicate, settings)
+
+
+def _literal_text(value: Any) -> Any:
+    """``new_values`` hold values, not SQL: a string becomes an SQL string literal."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return value
