@@ -156,3 +156,23 @@ def test_delta_spark_and_deltalog_take_turns_updating(delta_spark: Any, tmp_path
     assert ours["operation"] == theirs["operation"] == "UPDATE"
     assert set(ours["operationParameters"]) == set(theirs["operationParameters"])
     assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["plain", "deletion-vectors"])
+def test_optimize_reads_the_same_everywhere(delta_spark: Any, tmp_path: Path, dv: bool) -> None:
+    root = str(tmp_path / "t")
+    _table(root, DV if dv else None, partitioned=True)
+    table = DeltaTable(root)
+    table.delete("id IN (4, 5, 6, 33, 47)")
+    result = table.optimize()
+    assert result.committed and result.files_added == 3  # one per partition
+    _agree(delta_spark, root)
+    ours = _info(root, result.version)
+    # delta-spark compacts the same table again after an append: same commit shape
+    write_table(root, pa.table({"id": [100], "p": ["a"], "v": [1.0], "s": ["x"]}), mode="append")
+    delta_spark.sql(f"OPTIMIZE delta.`{root}`")
+    theirs = _info(root, DeltaTable(root).version())
+    assert ours["operation"] == theirs["operation"] == "OPTIMIZE"
+    assert set(ours["operationParameters"]) == set(theirs["operationParameters"])
+    assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
+    _agree(delta_spark, root)

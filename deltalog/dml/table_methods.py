@@ -20,6 +20,7 @@ from deltalog.stats.predicate_input import PredicateLike
 
 from .delete import delete_rows
 from .handle import OperationSettings
+from .optimize import TableOptimizer
 from .results import DmlResult
 from .update import update_rows
 
@@ -201,6 +202,15 @@ class RowChanges:
             inline_deletion_vectors=inline_deletion_vectors,
         )
         return delete_rows(self, predicate, settings)
+
+    @property
+    def optimize(self) -> TableOptimizer:
+        """OPTIMIZE: ``table.optimize()`` or ``table.optimize.compact(...)`` compacts small files.
+
+        Bin-packing as delta-spark's ``OPTIMIZE`` (see :mod:`deltalog.dml.optimize`), named as
+        delta-rs's ``DeltaTable.optimize.compact(partition_filters, target_size)``.
+        """
+        return TableOptimizer(self)
 
 
 def _literal_text(value: Any) -> Any:
