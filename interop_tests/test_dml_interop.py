@@ -176,3 +176,71 @@ def test_optimize_reads_the_same_everywhere(delta_spark: Any, tmp_path: Path, dv
     assert set(ours["operationParameters"]) == set(theirs["operationParameters"])
     assert set(ours["operationMetrics"]) == set(theirs["operationMetrics"])
     _agree(delta_spark, root)
+
+
+MERGES = {
+    "upsert": (
+        "t.id = s.id",
+        lambda m: m.when_matched_update_all().when_not_matched_insert_all(),
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    ),
+    "clauses": (
+        "t.id = s.id",
+        lambda m: (
+            m.when_matched_delete("s.op = 'D'")
+            .when_matched_update({"v": "s.v + t.v", "s": "concat(t.s, s.op)"}, "s.op = 'U'")
+            .when_not_matched_insert({"id": "s.id", "p": "'new'", "v": "s.v"}, "s.op <> 'D'")
+            .when_not_matched_by_source_update({"v": "-t.v"}, "t.id > 50")
+            .when_not_matched_by_source_delete("t.id < 3")
+        ),
+        "WHEN MATCHED AND s.op = 'D' THEN DELETE "
+        "WHEN MATCHED AND s.op = 'U' THEN UPDATE SET v = s.v + t.v, s = concat(t.s, s.op) "
+        "WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT (id, p, v) VALUES (s.id, 'new', s.v) "
+        "WHEN NOT MATCHED BY SOURCE AND t.id > 50 THEN UPDATE SET v = -t.v "
+        "WHEN NOT MATCHED BY SOURCE AND t.id < 3 THEN DELETE",
+    ),
+    "residual": (
+        "t.id = s.id AND t.v < s.v AND t.p <> 'a'",
+        lambda m: m.when_matched_update({"v": "s.v"}).when_not_matched_insert_all(),
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+    ),
+}
+
+
+def _merge_source() -> pa.Table:
+    ids = [0, 1, 2, 5, 10, 24, 25, 33, 58, 59, 70, 71, 72]
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "p": [("a", "b/c", "ü 1%")[i % 3] for i in ids],
+            "v": [float(i) * 10 for i in ids],
+            "s": [f"new{i}" for i in ids],
+            "op": [("D", "U", "I")[i % 3] for i in ids],
+        }
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MERGES))
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+@pytest.mark.parametrize("partitioned", [False, True], ids=["flat", "partitioned"])
+def test_merges_match_delta_spark(
+    delta_spark: Any, tmp_path: Path, name: str, dv: bool, partitioned: bool
+) -> None:
+    condition, build, clauses = MERGES[name]
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for root in (ours, theirs):
+        _table(root, DV if dv else None, partitioned)
+    source = _merge_source()
+    if name == "upsert":
+        source = source.drop_columns(["op"])
+    build(DeltaTable(ours).merge(source, condition, "s", "t")).execute()
+    delta_spark.createDataFrame(source.to_pandas()).createOrReplaceTempView("merge_source")
+    delta_spark.sql(f"MERGE INTO delta.`{theirs}` t USING merge_source s ON {condition} {clauses}")
+    assert _dl(ours) == _dl(theirs)
+    _agree(delta_spark, ours)
+    mine, spark_info = _info(ours, 3), _info(theirs, 3)
+    assert mine["operation"] == spark_info["operation"] == "MERGE"
+    assert set(mine["operationParameters"]) == set(spark_info["operationParameters"])
+    assert set(mine["operationMetrics"]) == set(spark_info["operationMetrics"])
+    for key in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"):
+        assert mine["operationMetrics"][key] == spark_info["operationMetrics"][key], key

@@ -9,7 +9,7 @@ move to the latest version (also :meth:`RowChanges.refresh`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from deltalog.errors import InvalidExpressionError
 from deltalog.log.replay import replay
@@ -20,6 +20,7 @@ from deltalog.stats.predicate_input import PredicateLike
 
 from .delete import delete_rows
 from .handle import OperationSettings
+from .merge import TableMerger
 from .optimize import TableOptimizer
 from .results import DmlResult
 from .update import update_rows
@@ -202,6 +203,72 @@ class RowChanges:
             inline_deletion_vectors=inline_deletion_vectors,
         )
         return delete_rows(self, predicate, settings)
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        source_alias: str | None = None,
+        target_alias: str | None = None,
+        *,
+        schema_mode: Literal["merge"] | None = None,
+        merge_schema: bool = False,
+        commit_properties: Any = None,
+        target_file_size: int | None = None,
+        inline_deletion_vectors: int = 0,
+    ) -> TableMerger:
+        """MERGE (upsert) ``source`` into this table: add ``when_...`` clauses, then ``execute()``.
+
+        ::
+
+            (
+                table.merge(new_rows, "t.id = s.id", source_alias="s", target_alias="t")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+
+        As delta-spark's ``MERGE INTO`` (delta-rs's ``TableMerger`` names): the source is
+        joined with the target's candidate files on the predicate's equalities, a target row
+        matched by two source rows is refused, clauses apply in order; updated and deleted
+        rows leave their files through deletion vectors where the table enables them, else by
+        rewriting the files (see :mod:`deltalog.dml.merge_exec`).
+
+        Args:
+            source: The source rows: anything ``write_table`` takes (pyarrow, pandas, polars,
+                DuckDB, a record batch reader); read whole.
+            predicate: The merge condition, SQL naming ``<alias>.<column>``.
+            source_alias: The source's name in expressions (default ``source``).
+            target_alias: The target's name in expressions (default ``target``).
+            schema_mode: ``"merge"`` adds the source's new columns to the table (with
+                ``UPDATE SET *``/``INSERT *``), as delta-spark's ``autoMerge``.
+            merge_schema: delta-rs's spelling of ``schema_mode="merge"``.
+            commit_properties: :class:`~deltalog.CommitProperties` (or delta-rs's).
+            target_file_size: Size of the files written.
+            inline_deletion_vectors: Store deletion vectors of at most this many bytes in the
+                log (0, the default: in DV files).
+
+        Raises:
+            InvalidPredicateError: ``predicate`` does not parse.
+            InvalidOptionError: Bad aliases or ``schema_mode``.
+            InvalidInputError: ``source`` is not data deltalog can read.
+        """
+        if merge_schema:
+            schema_mode = "merge"
+        settings = OperationSettings.build(
+            commit_properties,
+            target_file_size=target_file_size,
+            inline_deletion_vectors=inline_deletion_vectors,
+        )
+        return TableMerger(
+            self,
+            source,
+            predicate,
+            source_alias=source_alias,
+            target_alias=target_alias,
+            schema_mode=schema_mode,
+            settings=settings,
+        )
 
     @property
     def optimize(self) -> TableOptimizer:

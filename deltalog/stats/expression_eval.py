@@ -47,7 +47,15 @@ from deltalog.stats.sql_expression import (
     Unary,
 )
 
-__all__ = ["Scope", "Untyped", "Value", "evaluate", "evaluate_condition", "literal_as"]
+__all__ = [
+    "Scope",
+    "Untyped",
+    "Value",
+    "evaluate",
+    "evaluate_condition",
+    "literal_as",
+    "widest_type",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,7 +450,7 @@ class _Evaluator:
             if not kinds:
                 return base
             values = list(base)
-        target = _widest(kinds)
+        target = widest_type(kinds)
         if target is None:
             raise self.fail(f"values of types {sorted({str(k) for k in kinds})} do not combine")
         out = []
@@ -495,7 +503,7 @@ def _unify_temporal(left: Any, right: Any) -> tuple[Any, Any]:
     return left, right
 
 
-def _widest(kinds: list[pa.DataType]) -> pa.DataType | None:
+def widest_type(kinds: list[pa.DataType]) -> pa.DataType | None:
     """The type all of ``kinds`` widen to, or ``None``."""
     first = kinds[0]
     if all(k == first for k in kinds):

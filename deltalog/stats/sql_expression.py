@@ -29,6 +29,7 @@ to :data:`MAX_DEPTH` levels, and nesting in the text to :data:`MAX_NESTING`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,8 @@ __all__ = [
     "Literal",
     "Unary",
     "column_refs",
+    "conjuncts",
+    "map_columns",
     "parse_expression",
 ]
 
@@ -247,6 +250,49 @@ def column_refs(expr: Expr) -> list[Column]:
             out.append(node)
         stack.extend(reversed(node.children()))
     return out
+
+
+def conjuncts(expr: Expr) -> list[Expr]:
+    """The top-level ``AND`` operands of ``expr``, in order (``[expr]`` when it is no AND)."""
+    out: list[Expr] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Binary) and node.op == "AND":
+            stack += [node.right, node.left]
+        else:
+            out.append(node)
+    return out
+
+
+def map_columns(expr: Expr, change: Callable[[Column], Expr]) -> Expr:
+    """``expr`` with every column reference replaced by ``change(reference)``."""
+    if isinstance(expr, Column):
+        return change(expr)
+    if isinstance(expr, Literal):
+        return expr
+    if isinstance(expr, Unary):
+        return Unary(expr.op, map_columns(expr.operand, change))
+    if isinstance(expr, Binary):
+        return Binary(expr.op, map_columns(expr.left, change), map_columns(expr.right, change))
+    if isinstance(expr, IsNull):
+        return IsNull(map_columns(expr.operand, change), expr.negated)
+    if isinstance(expr, InList):
+        items = tuple(map_columns(i, change) for i in expr.items)
+        return InList(map_columns(expr.operand, change), items, expr.negated)
+    if isinstance(expr, Like):
+        return Like(
+            map_columns(expr.operand, change), map_columns(expr.pattern, change), expr.negated
+        )
+    if isinstance(expr, Case):
+        branches = tuple((map_columns(c, change), map_columns(v, change)) for c, v in expr.branches)
+        default = None if expr.default is None else map_columns(expr.default, change)
+        return Case(branches, default)
+    if isinstance(expr, Cast):
+        return Cast(map_columns(expr.operand, change), expr.type_name)
+    if isinstance(expr, Function):
+        return Function(expr.name, tuple(map_columns(a, change) for a in expr.args))
+    raise TypeError(f"unknown expression node {type(expr).__name__}")
 
 
 def parse_expression(text: str, *, error: type[InvalidInputError] = InvalidExpressionError) -> Expr:
