@@ -84,7 +84,7 @@ def read_rows(
         _read_file(storage, schema, partition_columns, target, row)
         for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
     ]
-    table = pa.concat_tables(pieces) if pieces else target.empty_table()
+    table = pa.concat_tables(pieces) if pieces else pa.Table.from_batches([], schema=target)
     if predicate is not None:
         table = table.filter(matches(predicate, table))
     return table.select(wanted)

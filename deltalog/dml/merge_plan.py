@@ -255,9 +255,9 @@ class MergePlan:
         arrow = pa.schema([f.remove_metadata() for f in self.target_schema.to_arrow()])
         tables = {}
         if target:
-            tables[self.target_alias] = arrow.empty_table().select(self.needed)
+            tables[self.target_alias] = pa.Table.from_batches([], schema=arrow).select(self.needed)
         if source:
-            tables[self.source_alias] = self.source.schema.empty_table()
+            tables[self.source_alias] = self.source.slice(0, 0)
         return Scope(tables)
 
     def _check(self) -> None:

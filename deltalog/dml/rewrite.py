@@ -20,6 +20,7 @@ landed, every data and DV file written is deleted (:meth:`RowRewrite.abort`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.arrow import values as av
 from deltalog.errors import CommitStatusUnknownError, StorageError
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
@@ -43,6 +45,7 @@ from deltalog.write.parquet_options import ParquetOptions
 from deltalog.write.transaction import Transaction
 
 from .dv_adds import add_with_deletion_vector
+from .file_rewrites import FileRewrites
 
 __all__ = ["RowRewrite", "Timer", "deletion_vectors_enabled"]
 
@@ -105,6 +108,7 @@ class RowRewrite:
         self._configuration = dict(configuration or snapshot.configuration)
         self._options = options or ParquetOptions()
         self._writer: DataWriter | None = None
+        self._rewrites: FileRewrites | None = None
         self._conformers: dict[pa.Schema, Conformer] = {}
         self._dvs = DeletionVectorWriter(
             storage,
@@ -136,23 +140,30 @@ class RowRewrite:
         if file.get("deletion_vector"):
             self.dvs_removed += 1
 
-    def change(self, file: Mapping[str, Any], found: FileRows, taken: pa.Array) -> int:
+    def change(
+        self,
+        file: Mapping[str, Any],
+        found: FileRows,
+        taken: pa.Array,
+        replacement: pa.Table | None = None,
+    ) -> int:
         """Take the rows of ``found`` where ``taken`` is true out of ``file``; how many.
 
         Args:
             file: The file's row of the snapshot's files.
             found: Its live rows (all columns, for copy-on-write) and their positions.
             taken: A boolean per row of ``found.rows`` (null is false).
+            replacement: New rows that take their place (an update's): written with the
+                file's kept rows when it is rewritten, else to the new files.
         """
-        mask = pc.fill_null(taken, False)
+        mask = pc.fill_null(taken, av.false())
         count = int(pc.sum(mask).as_py() or 0)
         if not count:
             return 0
         live = found.rows.num_rows
         if count == live:
             self.remove_whole(file)
-            return count
-        if self.use_deletion_vectors:
+        elif self.use_deletion_vectors:
             deleted = deleted_union(found.deleted, found.positions.filter(mask))
             descriptor = self._dvs.add(deleted)
             add = add_with_deletion_vector(dict(file), descriptor, found.physical_rows)
@@ -162,12 +173,48 @@ class RowRewrite:
                 self.dvs_updated += 1
             else:
                 self.dvs_added += 1
+        else:
+            self.remove_whole(file)  # rewritten: removed, and its kept rows written again
+            kept = found.rows.filter(pc.invert(mask))
+            self.copied_rows += kept.num_rows
+            tables = [self._conform(kept)]
+            if replacement is not None:
+                tables.append(self._conform(replacement))
+            self._rewriter().submit(tables)
             return count
-        self.remove_whole(file)  # rewritten: removed, and its kept rows written again
-        kept = found.rows.filter(pc.invert(mask))
-        self.copied_rows += kept.num_rows
-        self.write(kept)
+        if replacement is not None:
+            self.write(replacement)
         return count
+
+    def _rewriter(self) -> FileRewrites:
+        if self._rewrites is None:
+            options = dataclasses.replace(self._options, threads=1)
+            self._rewrites = FileRewrites(self._storage, lambda: self._data_writer(options))
+        return self._rewrites
+
+    def _data_writer(self, options: ParquetOptions) -> DataWriter:
+        partitions = (
+            self._snapshot.partition_columns
+            if self._schema is self._snapshot.schema
+            else _partitions(self._snapshot, self._schema)
+        )
+        return DataWriter(
+            self._storage.store,
+            self._storage.root,
+            self._schema,
+            partitions,
+            self._configuration,
+            options=options,
+        )
+
+    def _conform(self, rows: pa.Table) -> pa.Table:
+        conformer = self._conformers.get(rows.schema)
+        if conformer is None:
+            conformer = self._conformers[rows.schema] = Conformer(rows.schema, self._schema)
+        batches = [conformer(b) for b in rows.to_batches()]
+        if not batches:
+            return rows.slice(0, 0)
+        return pa.Table.from_batches(batches)
 
     def write(self, rows: pa.Table | pa.RecordBatch) -> None:
         """Write new rows (every column of the schema, logical names)."""
@@ -177,16 +224,7 @@ class RowRewrite:
         if conformer is None:
             conformer = self._conformers[rows.schema] = Conformer(rows.schema, self._schema)
         if self._writer is None:
-            self._writer = DataWriter(
-                self._storage.store,
-                self._storage.root,
-                self._schema,
-                self._snapshot.partition_columns
-                if self._schema is self._snapshot.schema
-                else _partitions(self._snapshot, self._schema),
-                self._configuration,
-                options=self._options,
-            )
+            self._writer = self._data_writer(self._options)
         batches = rows.to_batches() if isinstance(rows, pa.Table) else [rows]
         for batch in batches:
             self._writer.write(conformer(batch))
@@ -196,6 +234,8 @@ class RowRewrite:
         """Finish the files and stage every ``remove`` and ``add`` on ``tx``."""
         if self._writer is not None:
             self.new_files = self._writer.close()
+        if self._rewrites is not None:
+            self.new_files = [*self._rewrites.close(), *self.new_files]
         self._dvs.close()
         if self._removes:
             tx.remove(self._removes)
@@ -206,7 +246,8 @@ class RowRewrite:
     @property
     def has_changes(self) -> bool:
         """Whether anything is staged: a file removed or re-committed, or new rows."""
-        return bool(self._removes or self.new_files or self._writer is not None)
+        pending = self._writer is not None or self._rewrites is not None
+        return bool(self._removes or self.new_files or pending)
 
     @property
     def added_bytes(self) -> int:
@@ -250,6 +291,8 @@ class RowRewrite:
         if self._finished:
             return
         self._finished = True
+        if self._rewrites is not None:
+            self._rewrites.abort()
         if self._writer is not None:
             self._writer.abort()
         for add in self.new_files:
@@ -261,7 +304,8 @@ class RowRewrite:
     def written(self) -> list[str]:
         """Locations of the data and DV files written so far."""
         data = [] if self._writer is None else self._writer.locations
-        return [*data, *self._dvs.locations]
+        rewritten = [] if self._rewrites is None else self._rewrites.locations
+        return [*data, *rewritten, *self._dvs.locations]
 
 
 def _partitions(snapshot: Snapshot, schema: StructType) -> Sequence[str]:

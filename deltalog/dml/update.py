@@ -133,8 +133,7 @@ def _update(
         chosen = rows.filter(mask)
         if not chosen.num_rows:
             continue
-        rewrite.write(apply_assignments(sets, chosen, snapshot))
-        updated += rewrite.change(file, found, mask)
+        updated += rewrite.change(file, found, mask, apply_assignments(sets, chosen, snapshot))
     return updated
 
 
@@ -158,7 +157,8 @@ def apply_assignments(sets: list[Assignment], rows: pa.Table, snapshot: Snapshot
 
 
 def _empty(snapshot: Snapshot) -> pa.Table:
-    return pa.schema([f.remove_metadata() for f in snapshot.schema.to_arrow()]).empty_table()
+    arrow = pa.schema([f.remove_metadata() for f in snapshot.schema.to_arrow()])
+    return pa.Table.from_batches([], schema=arrow)  # (Schema.empty_table imports pandas)
 
 
 def _metrics(rewrite: RowRewrite, updated: int, timer: Timer, scan_ms: int) -> dict[str, int]:

@@ -8,6 +8,7 @@ which applies deletion vectors) after each change.
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,31 @@ def test_a_failing_dv_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(StorageError):
         table.delete("id = 4")
     assert DeltaTable(table.uri).version() == 1
+    assert data_files(table.uri) == on_disk
+
+
+def test_a_failing_copy_on_write_rewrite_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = make_table(tmp_path / "t", dv=False, files=4)
+    on_disk = data_files(table.uri)
+    store = table._storage.store
+    real_stat = store.stat
+    written: list[str] = []
+    lock = threading.Lock()
+
+    def failing(path: str) -> Any:
+        with lock:
+            written.append(path)
+            if len(written) == 3:  # the third rewritten file fails, the others landed
+                raise LogStoreError("injected failure")
+        return real_stat(path)
+
+    monkeypatch.setattr(store, "stat", failing)
+    with pytest.raises((StorageError, LogStoreError)):  # (data files: the store's error)
+        table.delete("id % 10 = 3")
+    assert len(written) >= 3
+    assert DeltaTable(table.uri).version() == 3
     assert data_files(table.uri) == on_disk
 
 
