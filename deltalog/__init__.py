@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:
     from deltalog.check import CheckReport, Finding, check_table
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         DeletionVectorError,
         DeltaLogError,
         DuplicateFileError,
+        EmptyCommitError,
         FileNotInTableError,
         IncompleteCommitError,
         InvalidExpressionError,
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
         UnsafeStorageError,
         UnsupportedFeatureError,
         UnsupportedParquetTypeError,
+        VacuumEndError,
         VersionGapError,
         VersionNotFoundError,
     )
@@ -126,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "RetentionTooShortError": "deltalog.errors",
     "InvalidRetentionError": "deltalog.errors",
     "CannotVacuumLiteError": "deltalog.errors",
+    "VacuumEndError": "deltalog.errors",
     "CheckReport": "deltalog.check",
     "CommitAttemptsExhaustedError": "deltalog.errors",
     "ClusteringChangeError": "deltalog.errors",
@@ -151,6 +154,7 @@ _EXPORTS: dict[str, str] = {
     "DeltaTable": "deltalog.table",
     "DomainMetadata": "deltalog.protocol.actions",
     "DuplicateFileError": "deltalog.errors",
+    "EmptyCommitError": "deltalog.errors",
     "FileNotInTableError": "deltalog.errors",
     "Finding": "deltalog.check",
     "InvalidInputError": "deltalog.errors",
@@ -233,6 +237,7 @@ __all__ = [
     "DeltaTable",
     "DomainMetadata",
     "DuplicateFileError",
+    "EmptyCommitError",
     "FileNotInTableError",
     "Finding",
     "IncompleteCommitError",
@@ -284,6 +289,7 @@ __all__ = [
     "UnsafeStorageError",
     "UnsupportedFeatureError",
     "UnsupportedParquetTypeError",
+    "VacuumEndError",
     "VersionGapError",
     "VersionNotFoundError",
     "WriteResult",
@@ -297,7 +303,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """Import a public name's module on first use and cache the name in this module."""
     module = _EXPORTS.get(name)
-    if module is None and name in _MOVED:  # deltalog.column_mapping etc. (deprecated)
+    if module is None and name in _MOVED:  # deltalog.protocol.column_mapping etc. (deprecated)
         return importlib.import_module(f"deltalog.{name}")
     if module is None:
         raise AttributeError(f"module 'deltalog' has no attribute {name!r}")

@@ -52,6 +52,7 @@
     │   └── MultipleSourceRowMatchError  a MERGE matched one target row with several source rows
     ├── SparkWriteError               the Spark job writing a DataFrame's files failed
     ├── CannotVacuumLiteError         lite vacuum needs commits that log cleanup removed
+    ├── VacuumEndError                VACUUM deleted files but could not commit VACUUM END
     ├── TransactionClosedError        a transaction was used after it committed or aborted
     ├── StorageError                  the log store failed (wraps logstores.LogStoreError)
     │   └── StorageConfigurationError the store cannot be set up (scheme, SDK, options)
@@ -325,8 +326,9 @@ class InvalidOptionError(InvalidInputError):
 class ConflictingOptionsError(InvalidOptionError):
     """Two spellings of one setting were given different values; nothing was written.
 
-    An option and the keyword argument that aliases it (``replaceWhere`` and
-    ``replace_where``), or two option names that differ only in case.
+    An option and the keyword argument that aliases it (``replaceWhere`` and ``predicate``), a
+    keyword and its deprecated spelling (``predicate`` and ``where``), or two option names that
+    differ only in case.
     """
 
 
@@ -402,7 +404,7 @@ class InvalidPredicateError(InvalidInputError):
 
 
 class ReplaceWhereMismatchError(InvalidPredicateError):
-    """Data written by an overwrite with a predicate (``replace_where``) falls outside it."""
+    """Data written by an overwrite with a predicate (``predicate=``) falls outside it."""
 
 
 class InvalidExpressionError(InvalidInputError):
@@ -461,6 +463,30 @@ class CannotVacuumLiteError(DeltaLogError):
 
     delta-spark's ``DELTA_CANNOT_VACUUM_LITE``. Nothing was deleted.
     """
+
+
+class VacuumEndError(DeltaLogError):
+    """VACUUM deleted files, but could not commit ``VACUUM END``; the cause is chained.
+
+    The deletes are done (``files``). Unless the ``VACUUM END`` landed after all (a
+    :class:`CommitStatusUnknownError` cause), the log still shows this vacuum running: until
+    its lease runs out (``lease_until_ms``), writers that add files last modified before its
+    cutoff fail with :class:`ConcurrentVacuumError` and other vacuums refuse to start. After
+    that both go ahead on their own; nothing needs repairing.
+
+    Attributes:
+        files: Locations of the files deleted.
+        start_version: The ``VACUUM START`` commit.
+        lease_until_ms: When the fence stops holding others back (ms since the epoch).
+    """
+
+    def __init__(
+        self, message: str, *, files: list[str], start_version: int, lease_until_ms: int
+    ) -> None:
+        super().__init__(message)
+        self.files = files
+        self.start_version = start_version
+        self.lease_until_ms = lease_until_ms
 
 
 class SparkWriteError(DeltaLogError):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +29,7 @@ from deltalog.log import in_commit_timestamps as ict
 from deltalog.log.checksum import write_first_checksum
 from deltalog.log.clock import now_ms
 from deltalog.log.history import commit_ict, read_history
+from deltalog.log.notebook import snapshot_html
 from deltalog.log.replay import replay
 from deltalog.log.segment import LogListing, classify, commit_times, list_log
 from deltalog.log.snapshot import Snapshot
@@ -40,13 +40,14 @@ from deltalog.maintenance.retention import cleanup_log
 from deltalog.maintenance.vacuum import Progress, VacuumMode, VacuumResult
 from deltalog.maintenance.vacuum import vacuum as run_vacuum
 from deltalog.protocol.actions import Metadata, Protocol, serialize_actions
-from deltalog.protocol.column_mapping import map_new_columns
-from deltalog.protocol.features import protocol_for_new_table
-from deltalog.protocol.partitions import check_partition_columns
-from deltalog.protocol.properties import canonical_properties, check_properties
 from deltalog.protocol.property_keys import TableProperties
-from deltalog.protocol.schema import StructType, as_struct
-from deltalog.protocol.user_input import as_items, check_mapping, check_version_number, is_long
+from deltalog.protocol.schema import StructType
+from deltalog.protocol.user_input import (
+    as_items,
+    check_version_number,
+    is_long,
+    renamed_keyword,
+)
 from deltalog.read import read_rows
 from deltalog.stats.file_stats import UnusableParsedStats
 from deltalog.stats.file_stats import flatten_stats as flatten
@@ -55,7 +56,7 @@ from deltalog.stats.predicates import Predicate, matches, partition_table
 from deltalog.stats.skipping import prune_mask
 from deltalog.write.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
 from deltalog.write.data_files import data_schemas, expand
-from deltalog.write.row_tracking import new_table_configuration
+from deltalog.write.first_commit import new_table_actions
 from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.write.table_changes import protocol_for_schema
 from deltalog.write.transaction import Transaction
@@ -528,23 +529,30 @@ class DeltaTable(RowChanges):
         self,
         paths: Iterable[str],
         *,
-        where: PredicateLike | None = None,
+        predicate: PredicateLike | None = None,
         schema_mode: Literal["merge"] | None = None,
+        where: PredicateLike | None = None,
     ) -> int:
         """Replace live files with the given Parquet files; returns the new version.
 
-        Without ``where`` every live file is replaced. With ``where`` (a predicate on partition
-        columns) only the files it matches are, and every new file must satisfy it. An empty
-        ``paths`` deletes what would be replaced. Concurrent overwrites of disjoint partitions
-        do not conflict. ``schema_mode="merge"`` evolves the schema as in :meth:`append_files`.
+        Without ``predicate`` every live file is replaced. With ``predicate`` (on partition
+        columns: SQL text, ``col(...)`` or any form ``files(filter=...)`` takes) only the files
+        it matches are, and every new file must satisfy it. An empty ``paths`` deletes what
+        would be replaced. Concurrent overwrites of disjoint partitions do not conflict.
+        ``schema_mode="merge"`` evolves the schema as in :meth:`append_files`.
+        ``where=`` is the deprecated spelling of ``predicate=`` (a ``DeprecationWarning``).
 
         Raises:
             AppendOnlyError: The table is append-only.
-            ReplaceWhereMismatchError: A new file does not satisfy ``where``.
+            ReplaceWhereMismatchError: A new file does not satisfy ``predicate``.
+            ConflictingOptionsError: Both ``predicate`` and ``where`` were given.
             ConcurrentAppendError, ConcurrentDeleteReadError: A concurrent commit changed the
                 files this overwrite replaces.
-            Same as :meth:`append_files` otherwise.
+            DeltaLogError: Otherwise, those :meth:`append_files` raises.
         """
+        given = renamed_keyword(
+            "DeltaTable.overwrite_files", "predicate", predicate, "where", where
+        )
         if schema_mode not in (None, "merge"):
             raise InvalidInputError(f"overwrite_files takes schema_mode='merge' or None, not "
                                     f"{schema_mode!r}")  # fmt: skip
@@ -552,24 +560,24 @@ class DeltaTable(RowChanges):
         if str(self._snapshot.configuration.get("delta.appendOnly")).lower() == "true":
             raise AppendOnlyError("the table is append-only (delta.appendOnly=true)")
         params = self._write_parameters("Overwrite")
-        predicate = None if where is None else as_predicate(where)
-        if predicate is not None:
-            params["predicate"] = str(predicate)  # SQL text, as delta-spark 3.x records it
+        chosen = None if given is None else as_predicate(given)
+        if chosen is not None:
+            params["predicate"] = str(chosen)  # SQL text, as delta-spark 3.x records it
         tx = self.transaction("WRITE", parameters=params)
-        old = tx.read_whole_table() if predicate is None else tx.read_files(predicate)
+        old = tx.read_whole_table() if chosen is None else tx.read_files(chosen)
         if schema_mode == "merge":
             paths = self._merge_file_schemas(tx, paths)
         adds = tx.add(paths)
-        if predicate is not None and adds:
+        if chosen is not None and adds:
             snap = self._snapshot
             table = partition_table(
                 [a.partition_values for a in adds], snap.schema, snap.partition_columns
             )
-            for add, ok in zip(adds, matches(predicate, table).to_pylist(), strict=True):
+            for add, ok in zip(adds, matches(chosen, table).to_pylist(), strict=True):
                 if not ok:
                     raise ReplaceWhereMismatchError(
                         f"{add.path} (partition {add.partition_values}) does not satisfy the "
-                        f"overwrite predicate {predicate}"
+                        f"overwrite predicate {chosen}"
                     )
         tx.remove(old)
         return tx.commit()
@@ -697,42 +705,9 @@ class DeltaTable(RowChanges):
     def __repr__(self) -> str:
         return f"DeltaTable({self.uri!r}, version={self.version()})"
 
-
-def new_table_actions(
-    schema: StructType | pa.Schema | Mapping[str, Any] | str,
-    *,
-    partition_by: Sequence[str] = (),
-    configuration: Mapping[str, str] | None = None,
-    name: str | None = None,
-    description: str | None = None,
-) -> tuple[Metadata, Protocol]:
-    """The ``metaData`` and ``protocol`` of a new table (see :meth:`DeltaTable.create`).
-
-    Raises:
-        InvalidSchemaError: The schema is invalid.
-        InvalidInputError: A partition column is not in the schema, or has a complex type.
-        InvalidPropertyError: An unknown ``delta.*`` property, or a value it cannot take.
-        UnsupportedFeatureError: A property enables a feature deltalog cannot write.
-    """
-    struct = as_struct(schema)
-    partition_columns = list(partition_by)
-    check_partition_columns(struct, partition_columns)
-    config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
-    config = canonical_properties(config)
-    check_properties(config)
-    config = new_table_configuration(config)
-    protocol = protocol_for_new_table(struct, config)
-    struct, config = map_new_columns(struct, config)
-    metadata = Metadata(
-        id=str(uuid.uuid4()),
-        name=name,
-        description=description,
-        schema_string=struct.to_json_string(),
-        partition_columns=partition_columns,
-        configuration=dict(config),
-        created_time=now_ms(),
-    )
-    return metadata, protocol
+    def _repr_html_(self) -> str:
+        """How the table shows in Jupyter: version, protocol, files, schema."""
+        return snapshot_html(self.uri, self._snapshot)
 
 
 def _refuse_existing(storage: TableStorage) -> None:

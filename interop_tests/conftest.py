@@ -19,6 +19,10 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 # The object-store test servers (moto, Azurite, our GCS server), shared with tests/.
+from testpaths import share_test_modules  # noqa: E402
+
+share_test_modules()
+
 from servers.fixtures import (  # noqa: E402
     azurite_server,
     cloud_table,

@@ -9,6 +9,7 @@ from .errors import (
     LogFileNotFoundError,
     LogStoreError,
     MissingDependencyError,
+    PreviousCommitMissingError,
     StoreAccessDeniedError,
     StoreConfigurationError,
     StoreIOError,
@@ -16,6 +17,7 @@ from .errors import (
     StoreUnavailableError,
     UnknownSchemeError,
     UnsafeStoreConfigurationError,
+    WriteNotSentError,
 )
 from .local import LocalLogStore
 from .memory import MemoryLogStore
@@ -30,6 +32,7 @@ __all__ = [
     "LogStoreError",
     "MemoryLogStore",
     "MissingDependencyError",
+    "PreviousCommitMissingError",
     "StoreAccessDeniedError",
     "StoreConfigurationError",
     "StoreIOError",
@@ -37,6 +40,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnknownSchemeError",
     "UnsafeStoreConfigurationError",
+    "WriteNotSentError",
     "open_store",
     "scheme_of",
 ]

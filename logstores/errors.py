@@ -14,7 +14,10 @@ a :class:`LogStoreError`; SDK exceptions are mapped at the store boundary with `
     │   └── UnsafeStoreConfigurationError (no real compare-and-swap is available)
     ├── OrphanedCommitEntryError    (an external store's incomplete entry cannot be finished)
     └── StoreIOError                (any other failure talking to the storage)
-        └── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
+        ├── StoreUnavailableError   (a transient failure: 5xx, timeout, reset; retryable)
+        └── WriteNotSentError       (a write stopped before the request that decides it:
+            │                        it cannot land later)
+            └── PreviousCommitMissingError (commit N refused: N-1 does not exist)
 """
 
 from __future__ import annotations
@@ -67,6 +70,25 @@ class StoreUnavailableError(StoreIOError):
     """A transient failure (server error, timeout, dropped connection); retrying may succeed.
 
     After such a failure the request may or may not have taken effect.
+    """
+
+
+class WriteNotSentError(StoreIOError):
+    """A write stopped before the request that makes it take effect was sent.
+
+    A store that checks something first (an external commit store checks that the previous
+    commit exists, and writes a temp file before its entry) refused the write, or failed while
+    checking. Nothing that could still land was sent: the write did not happen. The cause, if
+    the store failed, is the ``__cause__``.
+    """
+
+
+class PreviousCommitMissingError(WriteNotSentError):
+    """An external commit store refused to write commit ``N``: commit ``N - 1`` does not exist.
+
+    A commit must follow its predecessor (delta-spark's external log stores require it too).
+    ``N - 1`` is missing when the log has moved on and log cleanup removed it, or when it was
+    deleted by hand. Nothing was written.
     """
 
 

@@ -11,8 +11,11 @@ conditional writes (DynamoDB) decides who owns version N. A commit of ``N.json``
 3. **Commit**: copy the temp file to ``N.json``.
 4. **Acknowledge**: overwrite E with complete=true and an ``expireTime`` (TTL).
 
-A writer that dies after step 2 leaves an incomplete entry; any reader or writer that lists the
-log first repairs the latest entry, so the commit is never lost. A writer that loses the entry
+Until the entry is written nothing can land: a check in step 1 that refuses the commit (no
+``N-1.json``: :class:`~logstores.errors.PreviousCommitMissingError`) or fails, and a failed
+temp file write, raise :class:`~logstores.errors.WriteNotSentError`. A writer that dies after
+step 2 leaves an incomplete entry; any reader or writer that lists the log first repairs the
+latest entry, so the commit is never lost. A writer that loses the entry
 race, or a reader that finds ``N.json`` missing, repairs that entry too. A writer that dies
 before step 2 leaves only an orphan temp file. An incomplete entry whose temp file is gone
 (deleted by hand or by a lifecycle rule) and whose ``N.json`` was never written cannot be
@@ -46,7 +49,9 @@ from .errors import (
     LogFileNotFoundError,
     LogStoreError,
     OrphanedCommitEntryError,
+    PreviousCommitMissingError,
     StoreIOError,
+    WriteNotSentError,
 )
 
 log = logging.getLogger(__name__)
@@ -211,15 +216,10 @@ class ExternalCoordinatedLogStore(LogStore):
             self.objects.write(path, data, overwrite=False)
             return
         table_path, _, file_name = parts
-        if self.objects.exists(path):
-            raise FileAlreadyExistsError(f"already exists: {path}")
-        self._ensure_previous(table_path, version)
-
         entry = ExternalCommitEntry(
             table_path, file_name, f"{TEMP_DIR}/{file_name}.{uuid.uuid4()}", complete=False
         )
-        self._write_temp_file(entry.absolute_temp_path, data)
-        self._fault("temp_written")
+        self._prepare(entry, version, data)
         try:
             self.put_entry(entry, overwrite=False)
         except FileAlreadyExistsError:
@@ -250,13 +250,42 @@ class ExternalCoordinatedLogStore(LogStore):
             except LogStoreError as again:
                 log.warning("%s: repair deferred to the next reader (%s)", path, again)
 
+    def _prepare(self, entry: ExternalCommitEntry, version: int, data: bytes) -> None:
+        """Steps 1 and 2's temp file: everything before the entry, which decides the commit.
+
+        Raises:
+            FileAlreadyExistsError: ``N.json`` exists.
+            OrphanedCommitEntryError: The previous commit's entry cannot be finished.
+            WriteNotSentError: A check refused the commit, or failed; nothing can land.
+            LogFileNotFoundError: The bucket (or the like) does not exist.
+        """
+        try:
+            if self.objects.exists(entry.file_path):
+                raise FileAlreadyExistsError(f"already exists: {entry.file_path}")
+            self._ensure_previous(entry.table_path, version)
+            self._write_temp_file(entry.absolute_temp_path, data)
+        except (
+            FileAlreadyExistsError,
+            LogFileNotFoundError,
+            OrphanedCommitEntryError,
+            WriteNotSentError,
+        ):
+            raise
+        except LogStoreError as exc:
+            raise WriteNotSentError(
+                f"cannot commit {entry.file_path}: {exc}; nothing was written (the entry "
+                "that decides the commit was never sent)"
+            ) from exc
+        self._fault("temp_written")
+
     def _ensure_previous(self, table_path: str, version: int) -> None:
         if version == 0:
             entry = self.get_entry(table_path, f"{0:020d}.json")
             if entry is not None and entry.complete:
-                raise StoreIOError(
+                raise WriteNotSentError(
                     f"old entries for {table_path} are still in the external store but "
-                    f"{0:020d}.json does not exist; delete them before re-creating the table"
+                    f"{0:020d}.json does not exist; delete them before re-creating the table "
+                    "(nothing was written)"
                 )
             return
         previous_name = f"{version - 1:020d}.json"
@@ -264,9 +293,9 @@ class ExternalCoordinatedLogStore(LogStore):
         if previous is not None and not previous.complete:
             self.fix(previous)
         elif not self.objects.exists(f"{table_path}/{LOG_DIR}/{previous_name}"):
-            raise StoreIOError(
+            raise PreviousCommitMissingError(
                 f"previous commit {previous_name} of {table_path} does not exist; a commit of "
-                f"version {version} must follow version {version - 1}"
+                f"version {version} must follow version {version - 1} (nothing was written)"
             )
 
     def _discard(self, temp_path: str) -> None:

@@ -36,6 +36,14 @@ BUILTIN_STORES: dict[str, tuple[str, str | None]] = {
 }
 
 
+#: pip extra -> what it installs (a missing SDK is named by its pip package, not its module).
+EXTRA_PACKAGES: dict[str, str] = {
+    "s3": "boto3",
+    "gcs": "google-cloud-storage",
+    "azure": "azure-storage-blob",
+}
+
+
 class _StoreFactory(Protocol):
     def from_uri(self, uri: str, options: Mapping[str, str]) -> tuple[LogStore, str]: ...
 
@@ -54,10 +62,15 @@ def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and not exc.name.startswith((_PACKAGE, module_name)):
-            hint = f"pip install 'deltalog[{extra}]'" if extra else f"install {exc.name}"
-            raise MissingDependencyError(
-                f"the {scheme}:// log store needs the package {exc.name!r}: {hint}"
-            ) from exc
+            if extra:
+                package = EXTRA_PACKAGES.get(extra, f"the '{extra}' extra")
+                message = (
+                    f"the {scheme}:// log store needs {package}, which is not installed "
+                    f"(Python cannot import {exc.name!r}): pip install 'deltalog[{extra}]'"
+                )
+            else:
+                message = f"the {scheme}:// log store cannot import {exc.name!r}: install it"
+            raise MissingDependencyError(message) from exc
         raise UnknownSchemeError(
             f"log store module {module_name!r} for {scheme}:// is not available"
         ) from exc

@@ -14,6 +14,7 @@
 #                                         default run above, nor of CI
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+dev_env
 cd "$ROOT"
 # Byte-compile the package as installing the wheel does. With PYTHONDONTWRITEBYTECODE set (as
 # on these machines) every benchmark child would otherwise compile deltalog's modules again

@@ -9,7 +9,13 @@ On Spark ``local[2]`` it:
    one with ``replace_where``. They touch different partitions, so neither ever conflicts;
 3. registers the output of a plain ``df.write.parquet(...)`` job as one more commit;
 4. prints the history, the checkpoint, and the row counts per partition from the log's stats;
-5. reads the table back with delta-rs and checks it sees exactly the same counts.
+5. reads the table back with deltalog (and delta-rs where it is installed) and checks it sees
+   exactly the same counts;
+6. writes the table's report page and prints where the table is and the commands to look at it.
+
+Spark says only what goes wrong: its log4j output is at ERROR level
+(``scripts/spark-log4j2.properties``), without stage progress bars, and PySpark's notice
+about pandas 3 is silenced.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ import argparse
 import datetime as dt
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,7 +36,13 @@ from typing import Any
 import orjson
 
 from deltalog import DeltaTable
+from deltalog.cli import main as deltalog_cli
+from deltalog.report import write_report
 from deltalog.spark import write
+
+# PySpark 4.2 warns on every pandas conversion that it "does not yet fully support pandas >=
+# 3.0.0"; the job's conversions (mapInArrow results) are ones it does support.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
 
 TODAY = dt.date(2026, 11, 21)
 BACKFILL_DAYS = [TODAY - dt.timedelta(days=n) for n in (3, 2, 1)]
@@ -42,19 +56,44 @@ def log(who: str, message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] [{who}] {message}", flush=True)
 
 
+#: Lines the JVM prints at start whatever the log level: the JVM's notice of Spark 4's vector
+#: module, and Spark's note, as PySpark counts as a shell, that the shell's level is WARN.
+_NOTICES = (
+    b"WARNING: Using incubator modules",
+    b"Setting default log level to",
+    b"To adjust logging level use sc.setLogLevel",
+)
+
+
+def _forward(stream: Any) -> None:
+    """Copy the JVM's stderr (log4j at ERROR level, Python workers) to ours, minus notices."""
+    for line in iter(stream.readline, b""):
+        if not line.startswith(_NOTICES):
+            sys.stderr.buffer.write(line)
+            sys.stderr.flush()
+
+
 def spark_session() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-main-job")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    log4j = Path(__file__).resolve().with_name("spark-log4j2.properties")
+    conf = (
+        SparkConf()
+        .setMaster("local[2]")
+        .setAppName("deltalog-main-job")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+        .set("spark.sql.shuffle.partitions", "4")
+        .set("spark.sql.session.timeZone", "UTC")
     )
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_forward, args=(gateway.proc.stderr,), daemon=True).start()
+    spark = SparkSession(SparkContext(conf=conf, gateway=gateway))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -100,7 +139,7 @@ def backfill(spark: Any, uri: str, barrier: threading.Barrier, errors: list[Base
             df = events(
                 spark, day, 5_000_000 + n * ROWS_PER_BACKFILL_DAY, ROWS_PER_BACKFILL_DAY, "backfill"
             )
-            result = write(df, uri, mode="overwrite", replace_where=f"day = '{day}'")
+            result = write(df, uri, mode="overwrite", predicate=f"day = '{day}'")
             log(
                 "backfill",
                 f"day {day} replaced -> v{result.version} ({result.rows} rows, "
@@ -132,7 +171,9 @@ def main() -> None:
     uri = str(root)
 
     log("main", "starting Spark (local[2])")
+    started = time.monotonic()
     spark = spark_session()
+    log("main", f"Spark {spark.version} started in {time.monotonic() - started:.1f} s")
 
     # 1. The table: created by the first write, from the DataFrame's schema.
     first = events(spark, BACKFILL_DAYS[0], 0, 30_000, "initial").unionByName(
@@ -166,14 +207,8 @@ def main() -> None:
 
     # 4. What the log says.
     table = DeltaTable(uri)
-    print("\nhistory (newest first):")
-    for entry in table.history():
-        metrics = entry.get("operationMetrics") or {}
-        print(
-            f"  v{entry['version']:<3} {entry['operation']:<13} "
-            f"{orjson.dumps(entry.get('operationParameters') or {}).decode():<72} "
-            f"rows={metrics.get('numOutputRows', '-')}"
-        )
+    print("\nhistory (newest first):", flush=True)
+    deltalog_cli(["history", uri])
     checkpoint = orjson.loads((root / "_delta_log" / "_last_checkpoint").read_bytes())
     print(f"\ncheckpoint: version {checkpoint['version']} ({checkpoint.get('size')} actions)")
     expected = counts_from_log(table)
@@ -186,23 +221,44 @@ def main() -> None:
     want[str(TODAY)] = STREAM_BATCHES * ROWS_PER_BATCH + 2_500
     assert expected == want, (expected, want)
 
-    # 5. delta-rs reads the same table.
-    import deltalake
+    # 5. Read back: deltalog's reader, and delta-rs where it is installed.
     import pyarrow.compute as pc
 
-    theirs = deltalake.DeltaTable(uri)
-    rows = theirs.to_pyarrow_table(columns=["day"])
-    seen = {
-        str(r["values"]): r["counts"]
-        for r in pc.value_counts(rows.column("day").combine_chunks()).to_pylist()
-    }
-    print(f"\ndelta-rs reads version {theirs.version()}: {rows.num_rows:,} rows")
-    for day in sorted(seen):
-        print(f"  day={day}  {seen[day]:>7,}")
-    assert theirs.version() == table.version()
-    assert seen == dict(expected), (seen, expected)
-    print("\ndelta-rs sees exactly the row counts deltalog committed.")
+    def per_day(rows: Any) -> dict[str, int]:
+        counts = pc.value_counts(rows.column("day").combine_chunks()).to_pylist()
+        return {str(r["values"]): r["counts"] for r in counts}
+
+    ours = per_day(table.to_pyarrow_table(columns=["day"]))
+    assert ours == dict(expected), (ours, expected)
+    print(f"\ndeltalog reads version {table.version()}: {sum(ours.values()):,} rows, as counted")
+    try:
+        import deltalake
+    except ImportError:
+        print("delta-rs (deltalake) is not installed here: its read-back is skipped")
+    else:
+        theirs = deltalake.DeltaTable(uri)
+        seen = per_day(theirs.to_pyarrow_table(columns=["day"]))
+        print(f"delta-rs reads version {theirs.version()}: {sum(seen.values()):,} rows")
+        for day in sorted(seen):
+            print(f"  day={day}  {seen[day]:>7,}")
+        assert theirs.version() == table.version()
+        assert seen == dict(expected), (seen, expected)
+        print("delta-rs sees exactly the row counts deltalog committed.")
     spark.stop()
+
+    # 6. Where the table is, and how to look at it.
+    page = root.with_name(root.name + "-report.html")
+    write_report(uri, page)
+    cli = Path(sys.executable).with_name("deltalog")
+    command = str(cli) if cli.exists() else f"{sys.executable} -m deltalog"
+    print(f"\nThe table is at {uri} (version {table.version()}).")
+    print(f"Its report (open it in a browser): {page}")
+    print(f"Look at it with the deltalog command ({command}):")
+    if cli.exists():
+        print(f"  (or put {cli.parent} first on your PATH and type deltalog ...)")
+    for args in ("describe", "history", "files --stats", "check", f"report -o {page}"):
+        verb, _, rest = args.partition(" ")
+        print(f"  {command} {verb} {uri}{' ' + rest if rest else ''}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ GOLDEN_DIR = REPO_ROOT.parent / "shared" / "delta-golden"
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
+from testpaths import share_test_modules  # noqa: E402
+
+share_test_modules()
+
 from servers.fixtures import (  # noqa: E402
     BUCKET,
     CLOUD_BACKENDS,

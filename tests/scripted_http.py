@@ -20,7 +20,7 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import pytest
 
@@ -90,27 +90,81 @@ def read_body(rfile: io.BufferedIOBase, headers: Message) -> bytes:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
-    scripted: ScriptedServer
+    owner: LocalHTTPServer
 
 
-class _Handler(BaseHTTPRequestHandler):
+class TrackedHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler whose open connections its :class:`LocalHTTPServer` knows."""
+
     protocol_version = "HTTP/1.1"
     server: _Server
 
     def setup(self) -> None:
         super().setup()
-        self.server.scripted._connections.add(self.connection)
+        self.server.owner._connections.add(self.connection)
 
     def finish(self) -> None:
-        self.server.scripted._connections.discard(self.connection)
+        self.server.owner._connections.discard(self.connection)
         super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+
+class LocalHTTPServer:
+    """An HTTP server on a free port of 127.0.0.1, run by a daemon thread.
+
+    The lifecycle :class:`ScriptedServer` and the fault proxy (``servers.fault_proxy``) share:
+    ``start``/``stop`` or ``with``; ``stop`` also drops every open connection, so a client
+    blocked on one sees it close. Subclasses name their :class:`TrackedHandler` in ``handler``.
+    """
+
+    handler: ClassVar[type[TrackedHandler]]
+
+    def __init__(self) -> None:
+        self._connections: set[socket.socket] = set()
+        self._server = _Server(("127.0.0.1", 0), self.handler)
+        self._server.owner = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> Self:
+        """Start serving."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop every open connection."""
+        self._server.shutdown()
+        self._server.server_close()
+        for conn in list(self._connections):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class _Handler(TrackedHandler):
     def _handle(self) -> None:
         body = read_body(self.rfile, self.headers)
-        scripted = self.server.scripted
+        scripted = self.server.owner
+        assert isinstance(scripted, ScriptedServer)
         request = Recorded(
             self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
         )
@@ -133,28 +187,20 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = _handle
 
 
-class ScriptedServer:
+class ScriptedServer(LocalHTTPServer):
     """An HTTP server on a free port of 127.0.0.1, answering from a queue of replies.
 
     A request that finds the queue empty is recorded and answered with status 418, so a test
     that sends more requests than it scripted fails visibly.
     """
 
+    handler = _Handler
+
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.scripted = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def endpoint(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__()
 
     def script(self, *replies: Reply) -> None:
         """Queue replies, answered in order."""
@@ -173,31 +219,6 @@ class ScriptedServer:
             if self._replies:
                 return self._replies.popleft()
         return Reply(UNSCRIPTED_STATUS, {"Content-Type": "text/plain"}, b"unscripted request")
-
-    def start(self) -> ScriptedServer:
-        """Start serving."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and drop every open connection."""
-        self._server.shutdown()
-        self._server.server_close()
-        for conn in list(self._connections):
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        self._thread.join()
-
-    def __enter__(self) -> ScriptedServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def refused_endpoint() -> tuple[str, socket.socket]:

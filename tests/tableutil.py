@@ -107,6 +107,17 @@ def one_row_add(path: str) -> AddFile:
     )
 
 
+def put_data_file(table: DeltaTable, relative: str) -> str:
+    """Create a placeholder data file at ``relative`` through the table's store; return it.
+
+    For log-level tests whose commit must find its file: a blind append moved past commits log
+    cleanup removed refuses to add a file that is gone (a vacuum among them may have taken it).
+    """
+    storage = table._storage
+    storage.store.write(storage.data_file(relative), b"PAR1", overwrite=True)
+    return relative
+
+
 def commit_one(table: DeltaTable, path: str) -> int:
     """Commit one :func:`one_row_add` through a transaction; the version it landed at."""
     tx = table.transaction()

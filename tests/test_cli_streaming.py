@@ -10,19 +10,27 @@ import pyarrow as pa
 import pytest
 from tableutil import write_parquet
 
-import deltalog.cli as cli
+import deltalog.cli.commands as cli
 from deltalog import DeltaTable
+from deltalog.arrow.maps import map_texts
 from deltalog.check import check_table
+from deltalog.cli import files as cli_files
+from deltalog.cli import text
 
 
-def _row_by_row(files: pa.Table) -> str:
-    """The ``files`` text output as formatted before streaming (one row at a time)."""
+def _row_by_row(files: pa.Table, *, exact: bool = False) -> str:
+    """The ``files`` text lines formatted one row at a time, in Python."""
+    rows = files.to_pylist()
+    parts = [
+        ",".join(f"{k}={v}" for k, v in dict(row["partition_values"] or []).items()) for row in rows
+    ]
+    part_width = max([len("PARTITION"), *(len(p) for p in parts)])
+    size_width = max([4, *(len(f"{row['size']:,}") for row in rows)])
     out = []
-    for row in files.to_pylist():
-        pv = dict(row["partition_values"] or [])
-        parts = ",".join(f"{k}={v}" for k, v in pv.items())
-        stamp = cli._ts(row["modification_time"])
-        out.append(f"{row['size']:>12,}  {stamp}  {row['path']}  {parts}\n")
+    for row, part in zip(rows, parts, strict=True):
+        stamp = text.timestamp(row["modification_time"]).ljust(24)
+        size = f"{row['size']:>{size_width},}" if exact else f"{text.human_size(row['size']):>10}"
+        out.append(f"{size}  {stamp}  {part:<{part_width}}  {row['path']}\n")
     return "".join(out)
 
 
@@ -42,8 +50,18 @@ def test_file_lines_equal_row_by_row(mtimes: list[int | None]) -> None:
             "modification_time": pa.array(mtimes, pa.int64()),
         }
     )
-    batch = files.to_batches()[0]
-    assert cli._file_lines(batch) == _row_by_row(files)
+    for exact in (False, True):
+        layout = cli_files.Layout(
+            exact=exact,
+            size_width=len("1,234,567"),
+            partitioned=True,
+            partition_width=len("p=x y,q=None"),
+        )
+        with_parts = files.append_column(
+            "_partition", map_texts(files.column("partition_values").chunks[0])
+        )
+        batch = with_parts.to_batches()[0]
+        assert cli_files.file_lines(batch, layout) == _row_by_row(files, exact=exact)
 
 
 @pytest.fixture
@@ -59,16 +77,18 @@ def table_uri(tmp_path: Path) -> str:
 def test_files_streams_in_batches(
     table_uri: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "_BATCH", 3)
+    monkeypatch.setattr(cli_files, "BATCH", 3)
     assert cli.main(["files", table_uri]) == 0
     out = capsys.readouterr().out
     files = DeltaTable(table_uri).files()
-    assert out == _row_by_row(files) + "7 files at version 7\n"
+    total = text.human_size(sum(files.column("size").to_pylist()))
+    header = f"{'SIZE':>10}  {'MODIFIED (UTC)':<24}  PARTITION  PATH\n"
+    assert out == header + _row_by_row(files) + f"7 files at version 7 ({total})\n"
     assert cli.main(["files", table_uri, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["version"] == 7 and doc["table"] == table_uri
     assert [f["path"] for f in doc["files"]] == files.column("path").to_pylist()
-    assert doc["files"][0]["stats"] == files.column("stats")[0].as_py()
+    assert doc["files"][0]["stats"] == json.loads(files.column("stats")[0].as_py())
     assert doc["files"][0]["partition_values"] == {"p": "0"}
 
 

@@ -238,7 +238,7 @@ def test_cli_describe_with_a_schema_string_that_is_not_json(
     assert "Traceback" not in err
     assert "error" in err
     with pytest.raises(CorruptLogError):
-        from deltalog.cli import _describe
+        from deltalog.cli.commands import _describe
 
         _describe(DeltaTable(str(root)))
 

@@ -35,7 +35,7 @@ from deltalog.protocol.actions import (
     Txn,
     parse_action,
 )
-from deltalog.protocol.paths import LAST_CHECKPOINT, commit_name
+from deltalog.protocol.paths import LAST_CHECKPOINT, commit_name, parse_log_name
 
 _ADD_FIELDS = ("path", "size", "partitionValues", "deletionVector", "stats")
 _REMOVE_FIELDS = ("path",)
@@ -121,10 +121,14 @@ class CheckpointChecks:
                 self._add(state, row, layout, version, where)
         return Loaded(state, same_files=False)
 
-    def _written_since(self, version: int) -> bool:
-        """Whether a listing now shows a complete checkpoint of ``version``."""
-        listing = classify(self.storage.list_log(commit_name(version)[:20]))
-        return version in listing.checkpoints
+    def _listed_now(self, version: int) -> tuple[bool, bool]:
+        """What a listing shows of ``version`` now: (a complete checkpoint, any log file)."""
+        entries = self.storage.list_log(commit_name(version)[:20])
+        at_version = any(
+            (parsed := parse_log_name(e.name)) is not None and parsed.version == version
+            for e in entries
+        )
+        return version in classify(entries).checkpoints, at_version
 
     def _vanished(self, checkpoint: Checkpoint) -> bool:
         """Whether a file of the listed checkpoint is gone (a sidecar missing is corruption)."""
@@ -158,7 +162,11 @@ class CheckpointChecks:
         state.fingerprints[key] = fingerprint(key, size, values, row["stats"])
 
     def last_checkpoint(self, checkpoints: Mapping[int, list[Checkpoint]], latest: int) -> None:
-        """``_last_checkpoint`` parses, names a complete checkpoint, and agrees with it."""
+        """``_last_checkpoint`` parses, names a complete checkpoint, and agrees with it.
+
+        A hint below the newest checkpoint whose version log cleanup has removed altogether is
+        stale, not wrong (``stale-last-checkpoint``, info).
+        """
         path = self.storage.log_file(LAST_CHECKPOINT)
         raw = self.storage.read_last_checkpoint()
         if raw is None:
@@ -170,8 +178,24 @@ class CheckpointChecks:
             report("bad-last-checkpoint", f"{exc}; readers list the whole log", None, path)
             return
         found = checkpoints.get(hint.version)
-        if not found and self._written_since(hint.version):
-            return  # a writer checkpointed after the listing: not what this check covers
+        if not found:
+            written, present = self._listed_now(hint.version)
+            if written:
+                return  # a writer checkpointed after the listing: not what this check covers
+            newest = max(checkpoints, default=-1)
+            if hint.version < newest and not present:
+                # Its only-forward update reads, then writes: a writer can move it back to its
+                # own checkpoint after another wrote a newer one, and cleanup then deletes it.
+                report(
+                    "stale-last-checkpoint",
+                    f"_last_checkpoint names version {hint.version}, which log cleanup has "
+                    f"removed (the newest checkpoint is {newest}): readers list on from it and "
+                    "use the newest checkpoint, so it only costs a longer listing until the "
+                    "next checkpoint moves it",
+                    hint.version,
+                    path,
+                )
+                return
         if hint.version > latest or not found:
             report(
                 "last-checkpoint-mismatch",

@@ -3,10 +3,11 @@
 Each code has one severity, so scripts can rely on either:
 
 - ``error``: the log breaks the protocol or loses data; a reader may fail or return wrong rows.
-- ``warning``: the log breaks a rule readers tolerate (a stale ``_last_checkpoint``, a remove
-  of a file that is not live, ...).
+- ``warning``: the log breaks a rule readers tolerate (a ``_last_checkpoint`` that disagrees
+  with its checkpoint, a remove of a file that is not live, ...).
 - ``info``: leftovers that harm nothing, such as data files no commit references (a writer
-  that died before committing) and temp files of unfinished log writes.
+  that died before committing), temp files of unfinished log writes, and a
+  ``_last_checkpoint`` left behind on a checkpoint log cleanup removed.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "incomplete-checkpoint": ("warning", "a multi-part checkpoint is missing parts"),
     "bad-last-checkpoint": ("warning", "_last_checkpoint does not parse"),
     "last-checkpoint-mismatch": ("warning", "_last_checkpoint disagrees with its checkpoint"),
+    "stale-last-checkpoint": (
+        "info",
+        "_last_checkpoint names an older checkpoint log cleanup removed (readers list past it)",
+    ),
     "orphan-file": ("info", "a data file under the table root that no action references"),
     "orphan-log-file": ("info", "a temp file of an unfinished or superseded log write"),
     "external-path": ("info", "a live file outside the table root (e.g. a shallow clone)"),

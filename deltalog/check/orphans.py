@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from deltalog.check.findings import Findings
 from deltalog.log.orphans import (
-    CLOCK_SKEW_MS,
     LaterCommits,
     Verdict,
     identifiable,
@@ -82,15 +81,13 @@ class OrphanChecks:
             return
         written = max(f.modification_time for f in checkpoints[0].files)
         for pending in judged:
-            span = written - pending.status.modification_time
-            # Every commit up to the checkpoint was read: no removal went unseen.
-            complete = pending.contiguous and pending.last == version
-            kept = complete or view.tombstone_retention_ms >= span + 2 * CLOCK_SKEW_MS
+            # Every commit up to the checkpoint was read: nothing after it went unseen.
+            pending.later.complete = pending.contiguous and pending.last == version
             verdict = judge(
                 pending.actions,
                 view,
                 self.prefix,
-                tombstones_kept=kept,
+                elapsed_ms=written - pending.status.modification_time,
                 later=pending.later,
             )
             if verdict is Verdict.ORPHANED:

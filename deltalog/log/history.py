@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from deltalog.log.notebook import History
 from deltalog.log.segment import LogListing, commit_times, list_log
 from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.logstores import FileStatus, LogFileNotFoundError
@@ -89,7 +90,7 @@ def read_history(
     versions = sorted((v for v in listing.commits if v <= up_to), reverse=True)
     if limit is not None:
         versions = versions[: max(limit, 0)]
-    out = []
+    out = History()
     for v in versions:
         status = listing.commits[v]
         entry: dict[str, Any] = {}

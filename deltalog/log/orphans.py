@@ -14,6 +14,12 @@ cannot hold the commit; written after, it was built from a log that held it. :fu
 tells which from the checkpoint's content: the commit's adds present (live, or as tombstones),
 its removes as tombstones with their timestamps, its ``txn``, metadata, protocol or domains.
 ``deltalog check`` uses the same judgement for commit files it finds below a checkpoint.
+
+A writer deletes its commit file again only on ``ORPHANED``, so that verdict must be certain:
+a legitimate commit is never withdrawn. What the checkpoint lacks proves an orphan only when
+nothing after the commit can explain it; the commits between it and the checkpoint may be
+gone (cleanup), so a file the commit removes being live again, or an app id's ``txn`` being
+lower, counts only when all of them were read. Anything short of certain is ``UNKNOWN``.
 """
 
 from __future__ import annotations
@@ -92,6 +98,18 @@ class CheckpointView:
         except DeltaLogError:
             return 0
 
+    def keeps_tombstones(self, elapsed_ms: int) -> bool:
+        """Whether the checkpoint still holds the tombstone of every file removed after a commit.
+
+        ``elapsed_ms`` bounds the time from the commit to the checkpoint's writing. A removal
+        after the commit is stamped (by the remover's clock) at most :data:`CLOCK_SKEW_MS`
+        before the commit, and the checkpoint writer's clock is at most as far ahead: its
+        tombstone cannot have expired while ``delta.deletedFileRetentionDuration`` covers
+        ``elapsed_ms`` plus both. (This holds for removes that carry their
+        ``deletionTimestamp``, as delta-spark's, delta-rs' and deltalog's all do.)
+        """
+        return self.tombstone_retention_ms >= elapsed_ms + 2 * CLOCK_SKEW_MS
+
 
 @dataclass
 class LaterCommits:
@@ -101,11 +119,14 @@ class LaterCommits:
         removed: Canonical paths they removed.
         added: File keys they added.
         apps: App ids they wrote a ``txn`` for.
+        complete: Whether every one of them was read. Log cleanup deletes commits below a
+            checkpoint: one that is gone may have done anything.
     """
 
     removed: set[str] = field(default_factory=set)
     added: set[str] = field(default_factory=set)
     apps: set[str] = field(default_factory=set)
+    complete: bool = False
 
     def note(self, actions: Iterable[Action], prefix: str) -> None:
         """Take one later commit's actions into account."""
@@ -207,33 +228,39 @@ def judge(
     view: CheckpointView,
     prefix: str,
     *,
-    tombstones_kept: bool,
+    elapsed_ms: int,
     later: LaterCommits | None = None,
 ) -> Verdict:
     """Whether the commit of ``actions`` is in the history ``view``'s checkpoint stands for.
 
     ``LANDED`` when the checkpoint shows a trace only this commit leaves: one of its adds (with
     its size and modification time) live or as a tombstone, one of its removes as a tombstone
-    of the same time, its ``txn`` (version and time). ``ORPHANED`` when it shows the
-    opposite: a file the commit removes still live, an app id's ``txn`` below the commit's, or
-    an add missing altogether while no tombstone can have expired (``tombstones_kept``),
-    unless a later commit (``later``) explains it by adding the file again, writing the app
-    id's ``txn`` again, or removing the added file. Without either, metadata, a protocol or a
-    domain as the commit set them count as ``LANDED`` (they may equal what the table had,
-    so they never outweigh a file), and so does a commit that changes nothing a checkpoint
-    shows. ``UNKNOWN`` otherwise.
+    of the same time, its ``txn`` (version and time). ``ORPHANED`` only when the checkpoint
+    shows what no history holding the commit can give:
+
+    * an add missing altogether, neither live nor a tombstone, while no tombstone of a later
+      removal can have expired (:meth:`CheckpointView.keeps_tombstones`, or every later commit
+      was read and none removed it);
+    * a file the commit removes live, or an app id's ``txn`` below the commit's, when every
+      later commit was read (``later.complete``) and none added the file again or wrote the
+      app id's ``txn``. A later commit that is gone may have done either, so without all of
+      them these tell nothing.
+
+    Without either, metadata, a protocol or a domain as the commit set them count as
+    ``LANDED`` (they may equal what the table had, so they never outweigh a file), and so
+    does a commit that changes nothing a checkpoint shows. ``UNKNOWN`` otherwise.
 
     Args:
         actions: The commit's actions.
         view: The checkpoint (read for at least the commit's paths).
         prefix: The table's scheme prefix.
-        tombstones_kept: Whether the checkpoint must still hold a tombstone of any removal
-            that happened after the commit.
+        elapsed_ms: At least the time from the commit to the checkpoint's writing.
         later: What the commits after this one up to the checkpoint did, when known.
     """
     present = absent = weak = False
     added = {file_key(a.path, a.dv_id, prefix) for a in actions if isinstance(a, AddFile)}
     later = later or LaterCommits()
+    tombstones_kept = later.complete or view.keeps_tombstones(elapsed_ms)
     for action in actions:
         if isinstance(action, AddFile):
             key = file_key(action.path, action.dv_id, prefix)
@@ -249,7 +276,7 @@ def judge(
             if key in added or key in later.added:
                 continue
             if key in view.live:
-                absent = True
+                absent |= later.complete
             elif action.deletion_timestamp is not None:
                 present |= view.tombstones.get(key) == action.deletion_timestamp
         elif isinstance(action, Txn):
@@ -257,7 +284,7 @@ def judge(
             if action.app_id in later.apps:
                 continue
             if theirs is not None and theirs[0] < action.version:
-                absent = True
+                absent |= later.complete
             elif theirs is not None and theirs[0] == action.version:
                 if None in (theirs[1], action.last_updated):
                     weak = True

@@ -33,9 +33,12 @@ handled by where it lands:
     (:meth:`~deltalog.maintenance.vacuum_lease.VacuumLease.sync`) and drops from the batch every
     file, and
     deletion-vector file, they added. The read is after the listing and right before the
-    deletes, so it holds for commits from any engine.
+    deletes, so it holds for commits from any engine. When log cleanup removed commits it has
+    not read yet (a missing version with later log files: :mod:`deltalog.log.log_tail`), it reads
+    the head instead and drops every file the head needs.
 (b) ``w < t``, START losing races to ``w``: the same read covers every version after ``v``,
-    the winners START skipped over included.
+    the winners START skipped over included. START itself is never created below a checkpoint
+    that cleanup left (:mod:`deltalog.write.info_commit` checks and confirms like any commit).
 (c) ``w > t`` by a writer whose snapshot is older than ``t``: START is one of its winners. It
     carries the *fence* (:mod:`deltalog.write.vacuum_fence`), a ``txn`` of the reserved application
     ``deltalog.vacuum`` whose version encodes the cutoff; the writer fails with
@@ -43,14 +46,19 @@ handled by where it lands:
     the cutoff (or gone: the vacuum may have deleted it already). delta-spark's ``VACUUM START``
     (no fence) counts with its timestamp minus its retention as the cutoff. A winning lease
     renewal or ``VACUUM END`` counts the same, so a vacuum that ran entirely while the writer
-    was in flight is seen too.
+    was in flight is seen too. A blind append moved past commits log cleanup removed cannot
+    read them: it is refused when the head's fence changed, or when a file it adds is gone or
+    older than the table's ``delta.deletedFileRetentionDuration``.
 (d) ``w > t`` by a writer whose snapshot already holds ``t`` (but not END), after the vacuum's
     last read: the writer finds the running fence in its snapshot (``txn`` actions survive
     checkpoints, so a checkpoint written since START hides nothing) and fails the same way.
     The fence's ``lastUpdated`` starts a 15-minute lease: the vacuum renews it (a
-    ``VACUUM LEASE`` commit) before a batch once 5 minutes have passed, and a writer ignores
-    a running fence whose lease ran out (the vacuum died) once it has checked its old files
-    still exist. END sets the fence to "ended".
+    ``VACUUM LEASE`` commit) before a batch once 5 minutes have passed, and starts a batch only
+    while 7.5 minutes are left (renewing again when its read of the log took long). A writer
+    ignores a running fence whose lease ran out 5 minutes ago (a margin for clock skew: the
+    vacuum died) once it has checked its old files still exist. END sets the fence to "ended";
+    when END cannot be committed after the deletes, :class:`VacuumEndError` says so, and the
+    fence holds until its lease runs out.
 
 Only one deltalog vacuum holds the fence: another one refuses to start while its lease is live
 (:class:`ConcurrentVacuumError`), and a vacuum that finds its fence taken over stops deleting.
@@ -63,8 +71,10 @@ What remains outside: writers of other engines (and older deltalog) ignore the f
 delete; delta-spark's own VACUUM has no fence, so a deltalog writer whose snapshot already
 holds its START is not stopped; a lite-mode candidate is chosen by its remove, not its age, so
 a file rewritten at a removed path and re-added with a fresh modification time is only
-protected by (a); a single batch of deletes that outlasts the rest of the lease (10 minutes)
-could meet a writer that took the vacuum for dead.
+protected by (a); a single batch of deletes that outlasts the rest of the lease (7.5 minutes
+plus the clock margin) could meet a writer that took the vacuum for dead; a blind append moved
+past removed commits that held a vacuum with a retention below the table's (the check
+disabled) is stopped only if that vacuum's fence is the head's or the file is gone already.
 """
 
 from __future__ import annotations
@@ -83,10 +93,12 @@ import orjson
 
 from deltalog.errors import (
     CannotVacuumLiteError,
+    CommitStatusUnknownError,
     InvalidInputError,
     InvalidRetentionError,
     RetentionTooShortError,
     StorageError,
+    VacuumEndError,
 )
 from deltalog.log.replay import read_commit
 from deltalog.log.segment import LogListing, commit_times, list_log
@@ -106,6 +118,7 @@ from deltalog.protocol.actions import AddCDCFile, RemoveFile
 from deltalog.protocol.config import tombstone_retention_ms
 from deltalog.protocol.paths import commit_name
 from deltalog.write.commit import RetryPolicy
+from deltalog.write.vacuum_fence import iso_time
 
 VacuumMode = Literal["full", "lite"]
 #: ``_delta_log/_last_vacuum_info``: delta-spark's record of the last vacuum's window.
@@ -257,6 +270,7 @@ def vacuum(
         CannotVacuumLiteError: Lite mode needs commits log cleanup already deleted.
         ConcurrentVacuumError: Another vacuum is running (nothing deleted), or took this one's
             fence over after its lease ran out (deleting stopped).
+        VacuumEndError: The deletes were done, but ``VACUUM END`` could not be committed.
         StorageError: The store failed (after ``VACUUM START``, ``VACUUM END`` records
             ``FAILED``).
     """
@@ -345,19 +359,33 @@ def _execute(
     )
     try:
         deleted = _delete(storage, lease, candidates, progress)
-    except BaseException:
+    except BaseException as failure:
         try:
             lease.end({"status": "FAILED"}, {})
-        except Exception:
+        except Exception as exc:
             _log.warning("cannot record the failed vacuum of %s", storage.uri, exc_info=True)
+            failure.add_note(
+                f"VACUUM END (FAILED) could not be committed either ({exc}): {_fence_left(lease)}"
+            )
         raise
-    end = lease.end(
-        {"status": "COMPLETED"},
-        {
-            "numDeletedFiles": str(len(deleted)),
-            "numVacuumedDirectories": str(result.directories),
-        },
-    )
+    try:
+        end = lease.end(
+            {"status": "COMPLETED"},
+            {
+                "numDeletedFiles": str(len(deleted)),
+                "numVacuumedDirectories": str(result.directories),
+            },
+        )
+    except Exception as exc:
+        unknown = isinstance(exc, CommitStatusUnknownError)
+        raise VacuumEndError(
+            f"VACUUM deleted {len(deleted)} file(s) of {storage.uri} (VACUUM START at version "
+            f"{start.version}), but could not commit VACUUM END: {exc}. "
+            f"{'Unless it landed, ' if unknown else ''}{_fence_left(lease)}",
+            files=[c.location for c in deleted],
+            start_version=start.version,
+            lease_until_ms=lease.lease_until_ms,
+        ) from exc
     _write_last_vacuum_info(storage, window_end)
     temps = cleanup_log_temp_files(storage, now_ms=now)
     gone = {c.location for c in deleted}
@@ -372,6 +400,15 @@ def _execute(
     )
 
 
+def _fence_left(lease: VacuumLease) -> str:
+    return (
+        "the log still shows this vacuum running: until its lease runs out at "
+        f"{iso_time(lease.lease_until_ms)}, writers adding files last modified before "
+        f"{iso_time(lease.cutoff_ms)} are refused (ConcurrentVacuumError) and other vacuums "
+        "refuse to start; after that both go ahead, nothing needs repairing"
+    )
+
+
 def _delete(
     storage: TableStorage,
     lease: VacuumLease,
@@ -380,14 +417,14 @@ def _delete(
 ) -> list[Candidate]:
     """Delete in batches (one batched request or a parallel burst each on object stores).
 
-    Right before each batch the lease is renewed when due and the log is read up to its head:
-    files that commits made since the vacuum's snapshot added are not deleted.
+    Right before each batch the lease is renewed when due and the log is read up to its head
+    (:meth:`VacuumLease.prepare_batch`): files that commits made since the vacuum's snapshot
+    added are not deleted.
     """
     store, total = storage.store, len(candidates)
     deleted: list[Candidate] = []
     for done in range(0, total, _BATCH):
-        lease.renew_if_due()
-        lease.sync()
+        lease.prepare_batch()
         chunk = candidates[done : done + _BATCH]
         batch = [c for c in chunk if c.location not in lease.added]
         if batch:

@@ -25,8 +25,9 @@ enter one; lite mode resolves what the log names).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,14 +55,34 @@ def needed_locations(paths: TablePaths, snapshot: Snapshot, delete_before_ms: in
     if tombstones.num_rows:
         stamp = pc.fill_null(tombstones.column("deletion_timestamp"), av.int64(0))
         tombstones = tombstones.filter(pc.greater_equal(stamp, av.int64(delete_before_ms)))
-    arrays = [paths.location_array(t.column("path")) for t in (files, tombstones)]
+    return file_locations(
+        paths, [(t.column("path"), t.column("deletion_vector")) for t in (files, tombstones)]
+    )
+
+
+#: Action paths, as an Arrow column.
+PathColumn: TypeAlias = pa.Array | pa.ChunkedArray
+#: Their deletion vectors, as an Arrow column or as the actions hold them.
+DvColumn: TypeAlias = pa.Array | pa.ChunkedArray | Sequence[dict[str, Any] | None]
+
+
+def file_locations(paths: TablePaths, columns: Iterable[tuple[PathColumn, DvColumn]]) -> set[str]:
+    """Every location a vacuum must keep for the files that action paths and DVs name.
+
+    The file as ``locate`` reads the path, also as delta-spark reads a raw ``?`` or ``#``,
+    its deletion-vector file, and each of those spelled under the root where a directory
+    resolves there (:meth:`TablePaths.with_resolved`).
+    """
+    arrays: list[pa.Array] = []
     extra: list[str] = []
-    for table in (files, tombstones):
-        extra += _uri_readings(table.column("path"), paths)
-        dvs = table.column("deletion_vector")
-        if dvs.null_count == len(dvs):
-            continue
-        for dv in dvs.drop_null().to_pylist():
+    for path_column, dvs in columns:
+        arrays.append(paths.location_array(path_column))
+        extra += _uri_readings(path_column, paths)
+        if isinstance(dvs, pa.Array | pa.ChunkedArray):
+            if dvs.null_count == len(dvs):
+                continue
+            dvs = dvs.drop_null().to_pylist()
+        for dv in dvs:
             location = paths.dv_location(dv)
             if location is not None:
                 extra.append(location)

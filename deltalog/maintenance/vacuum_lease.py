@@ -2,10 +2,12 @@
 
 :class:`VacuumLease` commits ``VACUUM START`` with the running fence (refusing while another
 vacuum holds a live one), renews the lease with ``VACUUM LEASE`` commits while it deletes, and
-ends it with ``VACUUM END``. Before each batch of deletes, :meth:`VacuumLease.sync` reads every
-commit made since the vacuum's snapshot and remembers the files they added (and their
-deletion-vector files): the vacuum never deletes those. The design:
-:mod:`deltalog.maintenance.vacuum`.
+ends it with ``VACUUM END``. Before each batch of deletes (:meth:`VacuumLease.prepare_batch`),
+:meth:`VacuumLease.sync` reads every commit made since the vacuum's snapshot and remembers the
+files they added (and their deletion-vector files): the vacuum never deletes those. When log
+cleanup removed some of those commits, the head is read instead and every file it needs is
+remembered. A batch starts only while the lease has :data:`~deltalog.write.vacuum_fence.MIN_LEFT_MS`
+to run. The design: :mod:`deltalog.maintenance.vacuum`.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from deltalog.errors import ConcurrentVacuumError
+from deltalog.errors import ConcurrentVacuumError, SnapshotExpiredError
 from deltalog.log.clock import now_ms
-from deltalog.log.replay import advance, read_commit
+from deltalog.log.log_tail import commits_from, read_head
+from deltalog.log.replay import advance
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
 from deltalog.log.table_paths import TablePaths
-from deltalog.logstores import LogFileNotFoundError
+from deltalog.maintenance.vacuum_files import file_locations, needed_locations
 from deltalog.protocol.actions import Action, AddFile, Txn
-from deltalog.protocol.paths import commit_name
 from deltalog.write import vacuum_fence
 from deltalog.write.commit import RetryPolicy
 from deltalog.write.info_commit import commit_info_only
@@ -31,11 +33,13 @@ from deltalog.write.vacuum_fence import (
     cutoff_of,
     ended_txn,
     iso_time,
+    lease_end,
     running_txn,
     running_vacuum,
 )
 
 RENEW = "VACUUM LEASE"
+_LEASE_TRIES = 3
 
 
 def refuse_running(snapshot: Snapshot) -> None:
@@ -47,7 +51,7 @@ def refuse_running(snapshot: Snapshot) -> None:
     other = running_vacuum(snapshot, now_ms())
     if other is None:
         return
-    until = (other.last_updated or 0) + vacuum_fence.LEASE_MS
+    until = lease_end(other)
     raise ConcurrentVacuumError(
         f"another VACUUM is running on this table (seen at version {snapshot.version}; its "
         f"lease runs until {iso_time(until)} unless it renews it); nothing was deleted. Run "
@@ -102,10 +106,53 @@ class VacuumLease:
 
         def fence(current: Snapshot) -> list[Action]:
             refuse_running(current)
-            self._held = running_txn(self._cutoff, now_ms())
-            return [self._held]
+            return [running_txn(self._cutoff, now_ms())]
 
-        return self._commit("VACUUM START", parameters, metrics, fence)
+        self._commit("VACUUM START", parameters, metrics, fence)
+        self._held = self.snapshot.txns.get(APP_ID)  # as it landed
+        return self.snapshot
+
+    def prepare_batch(self) -> None:
+        """Before a batch of deletes: renew the lease when due and read the log to its head.
+
+        The batch then has at least :data:`~deltalog.write.vacuum_fence.MIN_LEFT_MS` before writers
+        may take this vacuum for dead; when reading the log took longer, the lease is renewed
+        and the log read again.
+
+        Raises:
+            ConcurrentVacuumError: Another vacuum took the fence over, or the lease cannot be
+                kept (reading the log takes longer than the lease leaves).
+            UnsupportedFeatureError: A commit moved the table to a protocol deltalog cannot
+                write.
+            StorageError: The store failed.
+        """
+        for _ in range(_LEASE_TRIES):
+            self.renew_if_due()
+            self.sync()
+            if self._held is None or self._left() >= vacuum_fence.MIN_LEFT_MS:
+                return
+        raise ConcurrentVacuumError(
+            f"this vacuum cannot keep its lease: reading the log took longer than the "
+            f"{vacuum_fence.MIN_LEFT_MS / 60_000:g} minutes a batch of deletes needs left of "
+            f"it, {_LEASE_TRIES} times; stopped deleting",
+            winning_version=self.snapshot.version,
+            cutoff_ms=self._cutoff,
+        )
+
+    @property
+    def cutoff_ms(self) -> int:
+        """The vacuum's cutoff: files last modified before it are its candidates."""
+        return self._cutoff
+
+    @property
+    def lease_until_ms(self) -> int:
+        """When the fence this vacuum holds stops holding others back (their clock)."""
+        return lease_end(self._held) if self._held is not None else now_ms()
+
+    def _left(self) -> int:
+        """How long the lease held has to run, on this vacuum's clock."""
+        held = self._held
+        return 0 if held is None else (held.last_updated or 0) + vacuum_fence.LEASE_MS - now_ms()
 
     def renew_if_due(self) -> None:
         """Renew the lease with a ``VACUUM LEASE`` commit once a third of it has passed.
@@ -120,16 +167,11 @@ class VacuumLease:
 
         def fence(current: Snapshot) -> list[Action]:
             if not self._holds(current):
-                raise ConcurrentVacuumError(
-                    f"this vacuum's lease ran out and another vacuum took it over by version "
-                    f"{current.version}; stopped deleting",
-                    winning_version=current.version,
-                    cutoff_ms=self._cutoff,
-                )
-            self._held = running_txn(self._cutoff, now_ms())
-            return [self._held]
+                raise self._taken_over(current.version)
+            return [running_txn(self._cutoff, now_ms())]
 
         self._commit(RENEW, {"cutoff": str(self._cutoff)}, {}, fence)
+        self._held = self.snapshot.txns.get(APP_ID)  # as it landed
 
     def end(self, parameters: Mapping[str, str], metrics: Mapping[str, str]) -> Snapshot:
         """Commit ``VACUUM END``, ending the fence unless another vacuum holds it now."""
@@ -142,40 +184,67 @@ class VacuumLease:
     def sync(self) -> None:
         """Read the commits made since the last look and remember the files they added.
 
+        When log cleanup removed some of them, the head is read instead, and every file it
+        needs is remembered.
+
         Raises:
             ConcurrentVacuumError: A commit after ``VACUUM START`` set another vacuum's fence.
             UnsupportedFeatureError: A commit moved the table to a protocol deltalog cannot
                 write.
             StorageError: The store failed.
         """
-        commits: list[tuple[int, Sequence[Action], int]] = []
-        version = self._seen + 1
         while True:
             try:
-                actions = read_commit(self._storage, commit_name(version), version)
-            except LogFileNotFoundError:
+                commits = self._read_new()
                 break
-            self._remember([a for a in actions if isinstance(a, AddFile)])
-            if any(isinstance(a, Txn) and a.app_id == APP_ID for a in actions):
-                self._check_own(version)
-            if version > self.snapshot.version:
-                commits.append((version, actions, now_ms()))
-            version += 1
-        self._seen = version - 1
+            except SnapshotExpiredError as expired:  # cleanup removed commits not read yet
+                self._to_head(expired)
         if commits:
             self.snapshot = advance(self.snapshot, commits)
             self.snapshot.check_writable()
 
+    def _read_new(self) -> list[tuple[int, Sequence[Action], int]]:
+        """Read from the last look to the head; the commits after :attr:`snapshot`.
+
+        Every missing version is checked for a cleanup gap (one listing a look): this runs
+        once per batch of deletes, and a commit missed here is a live file deleted.
+        """
+        commits: list[tuple[int, Sequence[Action], int]] = []
+        for version, actions, seen in commits_from(
+            self._storage, self._seen + 1, gaps_possible=True
+        ):
+            self._remember([a for a in actions if isinstance(a, AddFile)])
+            if any(isinstance(a, Txn) and a.app_id == APP_ID for a in actions):
+                self._check_own(version)
+            if version > self.snapshot.version:
+                commits.append((version, actions, seen))
+            self._seen = version
+        return commits
+
+    def _to_head(self, expired: SnapshotExpiredError) -> None:
+        """Move to the head past removed commits: keep every file it needs."""
+        head = read_head(self._storage, expired)
+        self.added |= needed_locations(self._paths, head, self._cutoff)
+        if self._held is not None and not self._holds(head):
+            raise self._taken_over(head.version)
+        head.check_writable()
+        if head.version > self.snapshot.version:
+            self.snapshot = head
+        self._seen = max(self._seen, head.version)
+
     def _remember(self, adds: list[AddFile]) -> None:
         """Keep the files of ``adds``, located as ``needed_locations`` locates live files."""
-        if not adds:
-            return
-        located = self._paths.location_array(pa.array([a.path for a in adds], pa.string()))
-        self.added.update(self._paths.with_resolved(located))
-        for add in adds:
-            dv = self._paths.dv_location(add.deletion_vector)
-            if dv is not None:
-                self.added.add(dv)
+        if adds:
+            paths = pa.array([a.path for a in adds], pa.string())
+            self.added |= file_locations(self._paths, [(paths, [a.deletion_vector for a in adds])])
+
+    def _taken_over(self, version: int) -> ConcurrentVacuumError:
+        return ConcurrentVacuumError(
+            f"this vacuum's lease ran out and another vacuum took it over by version {version}; "
+            "stopped deleting",
+            winning_version=version,
+            cutoff_ms=self._cutoff,
+        )
 
     def _check_own(self, version: int) -> None:
         start = min(self._mine, default=None)

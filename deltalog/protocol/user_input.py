@@ -8,16 +8,50 @@ cause deeper down.
 from __future__ import annotations
 
 import reprlib
+import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
-from deltalog.errors import InvalidInputError, MalformedCommitError
+from deltalog.errors import ConflictingOptionsError, InvalidInputError, MalformedCommitError
 from deltalog.protocol.actions import Action, AddCDCFile, AddFile, RemoveFile
 
 #: Range of a Delta ``long``.
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+_T = TypeVar("_T")
+
+
+def renamed_keyword(function: str, name: str, value: _T, old_name: str, old_value: _T) -> _T:
+    """The value of keyword ``name``, also accepted under its deprecated spelling ``old_name``.
+
+    One concept has one spelling across the API (``predicate=`` for an overwrite's predicate,
+    as delta-rs spells it); an old spelling keeps working for a while and warns.
+
+    Args:
+        function: The public function, for messages (``"DeltaTable.overwrite_files"``).
+        name: The keyword's name.
+        value: What was passed as ``name`` (``None``: not given).
+        old_name: The deprecated spelling.
+        old_value: What was passed as ``old_name`` (``None``: not given).
+
+    Raises:
+        ConflictingOptionsError: Both spellings were given.
+    """
+    if old_value is None:
+        return value
+    if value is not None:
+        raise ConflictingOptionsError(
+            f"{function}: {name}= and its deprecated spelling {old_name}= were both given; "
+            f"give {name}= only",
+            option=name,
+        )
+    warnings.warn(
+        f"{function}({old_name}=...) is deprecated; use {name}=... (the same value)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
 
 
 def is_long(value: object) -> bool:

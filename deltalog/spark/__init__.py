@@ -5,8 +5,8 @@ executors write the Parquet files and their statistics, the driver commits one t
 through deltalog's log stores. ``deltalog.spark.optimize(spark, uri, ...)`` compacts small
 files the same way (delta-spark's ``OPTIMIZE``). Runs on PySpark 3.5.x and 4.x; needs
 ``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
-PySpark or pandas is missing). Spark's Python workers import deltalog too, so it must be
-installed wherever the executors run.
+PySpark or pandas is missing). Spark's Python workers import deltalog too: install it where
+the executors run, or ship it with ``addPyFile(package_zip())`` (``deltalog.spark.shipping``).
 
 The top floor beside the CLI: may import the table facade and everything below it.
 """
@@ -37,6 +37,7 @@ from deltalog.spark.optimize import (  # noqa: E402
     optimize,
     stage_optimize,
 )
+from deltalog.spark.shipping import package_zip  # noqa: E402
 from deltalog.spark.write import stage, write  # noqa: E402
 from deltalog.writer.staged import StagedWrite, WriteResult  # noqa: E402
 
@@ -47,6 +48,7 @@ __all__ = [
     "StagedWrite",
     "WriteResult",
     "optimize",
+    "package_zip",
     "stage",
     "stage_optimize",
     "write",

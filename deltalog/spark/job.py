@@ -29,6 +29,7 @@ from deltalog.protocol.column_mapping import (
 from deltalog.protocol.config import STATS_COLUMNS, num_indexed_cols, property_value
 from deltalog.protocol.paths import decode_path
 from deltalog.protocol.schema import StructType
+from deltalog.spark.shipping import executor_import_hint, missing_on_executors
 from deltalog.spark.task import RESULT_DDL, TaskPlan, write_task
 from deltalog.stats.predicates import (
     And,
@@ -43,9 +44,6 @@ from deltalog.write.parquet_options import CODECS
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
-
-#: What a Python worker's failure says when deltalog is not installed on the executors.
-_WORKER_IMPORT_FAILURE = "No module named 'deltalog"
 
 
 def run_job(
@@ -153,14 +151,10 @@ def run_tasks(
         rows = df.mapInArrow(task, RESULT_DDL).collect()
     except Exception as exc:
         text = str(exc)
-        if _WORKER_IMPORT_FAILURE in text:
-            raise SparkWriteError(
-                f"Spark's Python workers cannot import deltalog, so the job writing to {uri} "
-                "failed before writing anything: install deltalog (with its 'spark' extra) in "
-                "the Python environment of every executor, e.g. in the cluster image, through "
-                "spark.archives with a packed virtualenv, or with --py-files pointing to the "
-                "deltalog wheel"
-            ) from exc
+        missing = missing_on_executors(text)
+        if missing is not None:
+            hint = executor_import_hint(df.sparkSession, missing, uri)
+            raise SparkWriteError(hint) from exc
         raise SparkWriteError(f"the Spark job writing to {uri} failed: {exc}") from exc
     adds = [
         AddFile(

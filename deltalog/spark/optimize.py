@@ -183,7 +183,7 @@ def stage_optimize(
     The version read is pinned here; :meth:`StagedOptimize.commit` checks what landed since.
 
     Raises:
-        Same as :func:`optimize`, but for the commit-time conflicts.
+        DeltaLogError: Those :func:`optimize` raises, but for the commit-time conflicts.
     """
     _check_size("target_file_size", target_file_size)
     if min_file_size is None:

@@ -3,7 +3,7 @@
 ``df.write.format("delta").mode(m).option(k, v)`` takes Spark's save modes (``append``,
 ``overwrite``, ``error``/``errorifexists``/``default``, ``ignore``; any case) and option names
 matched without regard to case. :func:`resolve` turns the mode, the ``options`` mapping and the
-keyword arguments that spell the same settings (``replace_where`` for ``replaceWhere``, ...)
+keyword arguments that spell the same settings (``predicate`` for ``replaceWhere``, ...)
 into one :class:`WriteSettings`, refusing unknown names, bad values and two spellings of one
 setting that disagree. Nothing here imports Spark.
 """
@@ -105,7 +105,7 @@ def resolve(
     Args:
         mode: A Spark save mode, in any case.
         options: delta-spark option names (any case) to values.
-        replace_where: Alias of ``replaceWhere``.
+        replace_where: Alias of ``replaceWhere`` (``deltalog.spark.write``'s ``predicate``).
         partition_overwrite_mode: Alias of ``partitionOverwriteMode``.
         app_id: Alias of ``txnAppId``.
         app_version: Alias of ``txnVersion``.
@@ -139,7 +139,7 @@ def resolve(
     where_text = given.get("replaceWhere")
     if where_text is not None and replace_where is not None and where_text != replace_where:
         raise ConflictingOptionsError(
-            f"option 'replaceWhere'={where_text!r} and replace_where={replace_where!r} disagree; "
+            f"option 'replaceWhere'={where_text!r} and predicate={replace_where!r} disagree; "
             "give the setting once",
             option="replaceWhere",
         )

@@ -1,4 +1,4 @@
-"""``replace_where`` on data columns: an overwrite that deletes the rows a predicate selects.
+"""An overwrite predicate on data columns: an overwrite that deletes the rows it selects.
 
 delta-spark's ``replaceWhere`` with ``spark.databricks.delta.replaceWhere.dataColumns.enabled``
 (the default) is a DELETE of the rows matching the predicate plus an append of the new rows, in
@@ -139,13 +139,13 @@ def _check_rows(df: DataFrame, predicate: Predicate, schema: StructType) -> None
         ).collect()
     except Exception as exc:
         raise SparkWriteError(
-            f"the Spark job checking the rows against replace_where failed: {exc}"
+            f"the Spark job checking the rows against the overwrite predicate failed: {exc}"
         ) from exc
     violations = sum(int(r["violations"]) for r in results)
     if violations:
         example = next((r["example"] for r in results if r["example"] is not None), None)
         raise ReplaceWhereMismatchError(
-            f"{violations} written row(s) do not satisfy replace_where {predicate}, e.g. "
+            f"{violations} written row(s) do not satisfy the overwrite predicate {predicate}, e.g. "
             f"{example}; nothing was written"
         )
 

@@ -30,6 +30,7 @@ from deltalog.protocol.column_mapping import (
     physical_name,
 )
 from deltalog.protocol.schema import StructType
+from deltalog.protocol.user_input import renamed_keyword
 from deltalog.spark.job import run_job, written_partitions
 from deltalog.spark.options import (
     AUTO_MERGE_CONF,
@@ -54,10 +55,10 @@ from deltalog.stats.predicates import (
     partition_table,
     validate,
 )
-from deltalog.table import DeltaTable, SchemaMode, new_table_actions
+from deltalog.table import DeltaTable, SchemaMode
 from deltalog.write.clustering import check_clustering_stats
 from deltalog.write.constraints import refuse_unenforced_constraints
-from deltalog.write.first_commit import first_commit
+from deltalog.write.first_commit import first_commit, new_table_actions
 from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.write.table_changes import protocol_for_schema
 from deltalog.writer.staged import StagedWrite, WriteResult
@@ -75,7 +76,7 @@ def write(
     mode: Mode = "error",
     options: Mapping[str, OptionValue] | None = None,
     partition_by: Sequence[str] = (),
-    replace_where: PredicateLike | None = None,
+    predicate: PredicateLike | None = None,
     partition_overwrite_mode: PartitionOverwriteMode | None = None,
     storage_options: Mapping[str, str] | None = None,
     app_id: str | None = None,
@@ -83,6 +84,7 @@ def write(
     configuration: Mapping[str, str] | None = None,
     schema_mode: SchemaMode | None = None,
     user_metadata: str | None = None,
+    replace_where: PredicateLike | None = None,
 ) -> WriteResult:
     """Write a Spark DataFrame to a Delta table and commit it; the table is created if absent.
 
@@ -97,8 +99,9 @@ def write(
       has ``ignored=True``).
     * ``mode="append"`` adds the rows (a blind append: it never conflicts with other writers'
       data changes).
-    * ``mode="overwrite"`` replaces the whole table; with ``replaceWhere`` only the rows of the
-      partitions the predicate selects (and every written row must satisfy it); with
+    * ``mode="overwrite"`` replaces the whole table; with ``predicate`` (delta-spark's
+      ``replaceWhere``) only the rows the predicate selects (and every written row must
+      satisfy it); with
       ``partitionOverwriteMode=dynamic`` (default: the Spark session's
       ``spark.sql.sources.partitionOverwriteMode``) only the partitions the DataFrame writes to.
       The overwrite reads what it replaces, so a concurrent commit that changes those
@@ -121,10 +124,10 @@ def write(
             ``userMetadata``, ``partitionOverwriteMode``, ``maxRecordsPerFile``.
         partition_by: Partition columns of a new table; for an existing table, empty or the
             table's own (other columns only with ``overwriteSchema`` in overwrite mode).
-        replace_where: ``replaceWhere``, also as a :class:`~deltalog.stats.predicates.Predicate` or
-            any form :func:`deltalog.stats.predicate_input.as_predicate` accepts. On data columns,
-            the
-            files holding matching rows are rewritten without them (see
+        predicate: The overwrite predicate (delta-spark's ``replaceWhere`` option, delta-rs'
+            ``predicate``): SQL text, a :class:`~deltalog.stats.predicates.Predicate` or any
+            form :func:`deltalog.stats.predicate_input.as_predicate` accepts. On data columns,
+            the files holding matching rows are rewritten without them (see
             :mod:`deltalog.spark.replace_data`).
         partition_overwrite_mode: ``partitionOverwriteMode``.
         storage_options: Log store options (credentials, endpoints, commit protocol), used on
@@ -136,6 +139,7 @@ def write(
             ``overwriteSchema=true`` (delta-rs' spelling).
         user_metadata: ``userMetadata``, recorded as ``commitInfo.userMetadata`` (default: the
             session's ``spark.databricks.delta.commitInfo.userMetadata``).
+        replace_where: Deprecated spelling of ``predicate`` (a ``DeprecationWarning``).
 
     Returns:
         What was committed.
@@ -143,13 +147,14 @@ def write(
     Raises:
         InvalidWriteModeError: An unknown mode (nothing written).
         InvalidOptionError: An unknown option or a bad value; ``ConflictingOptionsError`` when
-            an option and its keyword argument disagree (nothing written).
+            an option and its keyword argument disagree, or ``predicate`` and
+            ``replace_where`` are both given (nothing written).
         TableAlreadyExistsError: ``mode="error"`` and the table exists (nothing written).
         SchemaMismatchError: The DataFrame's columns do not fit the table (nothing written);
             ``SchemaEvolutionError`` when ``mergeSchema`` cannot merge them (a type change).
         PartitioningMismatchError: ``partition_by`` differs from the table's partitioning.
-        ReplaceWhereMismatchError: A row falls outside ``replace_where`` (nothing written).
-        InvalidPredicateError: ``replace_where`` does not parse or names an unknown column.
+        ReplaceWhereMismatchError: A row falls outside ``predicate`` (nothing written).
+        InvalidPredicateError: ``predicate`` does not parse or names an unknown column.
         InvalidInputError: Other bad arguments (app id/version).
         SparkWriteError: The Spark job failed (nothing committed).
         ConcurrentModificationError: A concurrent commit conflicts (a named subclass;
@@ -163,7 +168,9 @@ def write(
         mode=mode,
         options=options,
         partition_by=partition_by,
-        replace_where=replace_where,
+        predicate=renamed_keyword(
+            "deltalog.spark.write", "predicate", predicate, "replace_where", replace_where
+        ),
         partition_overwrite_mode=partition_overwrite_mode,
         storage_options=storage_options,
         app_id=app_id,
@@ -182,7 +189,7 @@ def stage(
     mode: Mode = "error",
     options: Mapping[str, OptionValue] | None = None,
     partition_by: Sequence[str] = (),
-    replace_where: PredicateLike | None = None,
+    predicate: PredicateLike | None = None,
     partition_overwrite_mode: PartitionOverwriteMode | None = None,
     storage_options: Mapping[str, str] | None = None,
     app_id: str | None = None,
@@ -190,6 +197,7 @@ def stage(
     configuration: Mapping[str, str] | None = None,
     schema_mode: SchemaMode | None = None,
     user_metadata: str | None = None,
+    replace_where: PredicateLike | None = None,
 ) -> StagedWrite:
     """Everything :func:`write` does except the commit; see there for the arguments.
 
@@ -198,12 +206,14 @@ def stage(
     (``ignored``); with ``mode="error"`` staging raises before the Spark job runs.
 
     Raises:
-        Same as :func:`write`, but for the commit-time conflicts.
+        DeltaLogError: Those :func:`write` raises, but for the commit-time conflicts.
     """
     settings = resolve_options(
         mode,
         options,
-        replace_where=replace_where,
+        replace_where=renamed_keyword(
+            "deltalog.spark.stage", "predicate", predicate, "replace_where", replace_where
+        ),
         partition_overwrite_mode=partition_overwrite_mode,
         app_id=app_id,
         app_version=app_version,
@@ -463,10 +473,14 @@ def _check_arguments(settings: WriteSettings) -> None:
     """Refuse combinations of settings delta-spark refuses (before anything is read)."""
     mode, replace_where = settings.mode, settings.replace_where
     if replace_where is not None and mode != "overwrite":
-        raise InvalidOptionError("replaceWhere needs mode='overwrite'", option="replaceWhere")
+        raise InvalidOptionError(
+            "an overwrite predicate (predicate=, option replaceWhere) needs mode='overwrite'",
+            option="replaceWhere",
+        )
     if replace_where is not None and settings.partition_overwrite_mode == "dynamic":
         raise InvalidOptionError(
-            "replaceWhere and partitionOverwriteMode=dynamic both say what to overwrite; give one",
+            "predicate= (replaceWhere) and partitionOverwriteMode=dynamic both say what to "
+            "overwrite; give one",
             option="replaceWhere",
         )
     app_id, app_version = settings.app_id, settings.app_version
@@ -517,6 +531,6 @@ def _check_inside(
     if outside:
         distinct = sorted({orjson.dumps(v).decode() for v in outside})
         raise ReplaceWhereMismatchError(
-            f"rows in {len(distinct)} partition(s) fall outside replace_where {predicate}, "
-            f"e.g. {distinct[:3]}; nothing was committed"
+            f"rows in {len(distinct)} partition(s) fall outside the overwrite predicate "
+            f"{predicate}, e.g. {distinct[:3]}; nothing was committed"
         )

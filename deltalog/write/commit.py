@@ -23,10 +23,15 @@ from deltalog.errors import (
 )
 from deltalog.log.clock import now_ms
 from deltalog.log.storage import TableStorage, storage_errors
-from deltalog.logstores import FileAlreadyExistsError, LogFileNotFoundError
+from deltalog.logstores import (
+    FileAlreadyExistsError,
+    LogFileNotFoundError,
+    PreviousCommitMissingError,
+    WriteNotSentError,
+)
 from deltalog.protocol.actions import Action, AddFile, CommitInfo, Txn
 from deltalog.protocol.config import log_retention_ms
-from deltalog.protocol.paths import checkpoint_name, commit_name, parse_log_name
+from deltalog.protocol.paths import commit_name, parse_log_name
 from deltalog.write.commit_outcome import confirm_in_history, resolve_failed_write
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
@@ -137,12 +142,14 @@ def try_write(
         (:func:`~deltalog.write.commit_outcome.resolve_failed_write`).
 
     Raises:
-        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup, or
+        SnapshotExpiredError: ``version`` or ``version - 1`` was removed by log cleanup (also
+            when the store found ``version - 1`` gone: ``PreviousCommitMissingError``), or
             the commit was created below a checkpoint that does not hold it and withdrawn;
             nothing was written.
         CommitStatusUnknownError: The store failed in a way that leaves open whether the
             commit landed.
-        StorageError: The store failed otherwise (nothing was written).
+        StorageError: The store failed otherwise, or refused the write before sending it
+            (``logstores.WriteNotSentError``); nothing was written.
     """
     since = now_ms()
     if version > 0 and check_previous and not _version_is_free(storage, version):
@@ -157,6 +164,14 @@ def try_write(
     except StorageConfigurationError:  # refused before anything was sent
         raise
     except StorageError as exc:  # the write may have landed all the same
+        if isinstance(exc.__cause__, PreviousCommitMissingError):
+            # Cleanup removed version - 1 behind a checkpoint at or after ``version``: taken.
+            with storage_errors(f"cannot check commit {version}"):
+                if storage.store.exists(storage.log_file(commit_name(version))):
+                    return False
+            raise _previous_gone(version) from exc.__cause__
+        if isinstance(exc.__cause__, WriteNotSentError):  # ... unless it was never sent
+            raise
         if not resolve_failed_write(storage, version, data, exc):
             return False
     if version > 0 and check_previous:
@@ -167,21 +182,24 @@ def try_write(
 def _version_is_free(storage: TableStorage, version: int) -> bool:
     """Whether ``version`` (> 0) can be created: ``False`` when it exists already.
 
-    Log cleanup deletes oldest first, never the newest checkpoint and never a commit after it.
-    So once ``version`` has been written, some log file at ``version`` or later exists for
-    good; and when cleanup has deleted ``version``, it deleted ``version - 1`` before. The
-    listing of what is at or after ``version`` therefore comes first, the look for
-    ``version - 1`` second.
+    One listing from ``version - 1`` tells both what :func:`try_write` needs to know before its
+    create: that nothing at or after ``version`` exists, and that commit ``version - 1`` (or a
+    checkpoint at it) does. Log cleanup deletes a commit only behind a newer checkpoint and
+    never deletes the newest checkpoint, so once ``version`` has been written and cleaned up,
+    some checkpoint after it exists for good, and the listing shows it. What happens after the
+    listing is the create's own race, which the check after the create covers
+    (:func:`~deltalog.write.commit_outcome.confirm_in_history`).
 
     Raises:
         SnapshotExpiredError: ``version`` existed and was cleaned up, or ``version - 1`` is gone.
         StorageError: The store failed.
     """
-    later = [
+    listed = [
         parsed
-        for status in storage.list_log(commit_name(version)[:20])
-        if (parsed := parse_log_name(status.name)) is not None and parsed.version >= version
+        for status in storage.list_log(commit_name(version - 1)[:20])
+        if (parsed := parse_log_name(status.name)) is not None and parsed.version >= version - 1
     ]
+    later = [p for p in listed if p.version >= version]
     if later:
         if any(p.version == version and p.kind == "commit" for p in later):
             return False
@@ -195,19 +213,19 @@ def _version_is_free(storage: TableStorage, version: int) -> bool:
             "moved past this writer's snapshot by more than delta.logRetentionDuration); "
             "nothing was written; re-run the operation on the latest version"
         )
-    with storage_errors(f"cannot check commit {version - 1}"):
-        store, before = storage.store, version - 1
-        previous = store.exists(storage.log_file(commit_name(before))) or store.exists(
-            storage.log_file(checkpoint_name(before))  # a log kept from a checkpoint on
-        )
-    if not previous:
-        raise SnapshotExpiredError(
-            f"cannot commit version {version}: commit {version - 1} is gone, so the log "
-            "was cleaned up past this writer's snapshot (older than "
-            "delta.logRetentionDuration); nothing was written; re-run the operation on "
-            "the latest version"
-        )
+    # A log kept from a checkpoint on may start with the checkpoint at version - 1.
+    if not any(p.version == version - 1 and p.kind in ("commit", "checkpoint") for p in listed):
+        raise _previous_gone(version)
     return True
+
+
+def _previous_gone(version: int) -> SnapshotExpiredError:
+    return SnapshotExpiredError(
+        f"cannot commit version {version}: commit {version - 1} is gone, so the log "
+        "was cleaned up past this writer's snapshot (older than "
+        "delta.logRetentionDuration); nothing was written; re-run the operation on "
+        "the latest version"
+    )
 
 
 class LandedEarlier(Exception):

@@ -27,7 +27,6 @@ from deltalog.errors import (
 )
 from deltalog.log.file_actions import scheme_prefix
 from deltalog.log.orphans import (
-    CLOCK_SKEW_MS,
     LaterCommits,
     Verdict,
     identifiable,
@@ -147,22 +146,41 @@ def confirm_in_history(storage: TableStorage, version: int, data: bytes, since_m
             version,
             data,
             f"{commit_name(version)} was created, but log cleanup may have removed the commits "
-            f"before it behind checkpoint {witness}, which does not show whether it holds it",
-            "its file is in the log (and in the history) either way; check whether the "
-            "table's files (DeltaTable.files()) include the ones it adds",
+            f"before it behind checkpoint {witness}, and that checkpoint does not show whether "
+            "it holds it",
+            "its file was left in place, as a commit is only withdrawn when it is certain "
+            "that no reader sees it; compare DeltaTable.files() with the files it adds and "
+            "removes",
         )
-    leftover = ""
-    try:
-        with storage_errors(f"cannot delete commit {version}"):
-            storage.store.delete(storage.log_file(commit_name(version)))
-    except StorageError as exc:
-        leftover = f" (deleting it failed: {exc}; log cleanup removes it later)"
+    leftover = _withdraw(storage, version, data)
     raise SnapshotExpiredError(
         f"commit {version} was created after log cleanup had removed the commits before it "
         f"behind checkpoint {witness}, which does not hold it: no reader would have seen it, "
         f"so it was withdrawn{leftover}; nothing was written; re-run the operation on the "
         "latest version"
     )
+
+
+def _withdraw(storage: TableStorage, version: int, data: bytes) -> str:
+    """Delete the orphan ``data`` at ``version`` if the file still holds it; what is left over.
+
+    Log cleanup may have deleted it already (it lies below a checkpoint), and then the name is
+    not ours any more: only our own bytes are deleted.
+    """
+    name = commit_name(version)
+    try:
+        with storage_errors(f"cannot withdraw commit {version}"):
+            try:
+                found = storage.read_log_file(name)
+            except LogFileNotFoundError:
+                return ""
+            ours = txn_id_of(data)
+            if found != data and (ours is None or txn_id_of(found) != ours):
+                return f" ({name} now holds another writer's commit, which was left alone)"
+            storage.store.delete(storage.log_file(name))
+    except StorageError as exc:
+        return f" (deleting it failed: {exc}; log cleanup removes it later)"
+    return ""
 
 
 def created_verdict(
@@ -190,38 +208,31 @@ def created_verdict(
     if view is None:
         return Verdict.UNKNOWN, above[0]
     elapsed = int(time.time() * 1000) - since_ms
-    kept = view.tombstone_retention_ms >= elapsed + 2 * CLOCK_SKEW_MS
-    verdict = judge(actions, view, prefix, tombstones_kept=kept)
+    verdict = judge(actions, view, prefix, elapsed_ms=elapsed)
     if verdict is not Verdict.LANDED:
         # The commits up to the checkpoint tell more: one that removes a file of this commit
-        # was made on top of it; when all are there and none does, a missing add is decisive
-        # even where tombstones may have expired.
-        later, complete = commits_between(storage, listing, version, view.version, prefix)
-        verdict = judge(actions, view, prefix, tombstones_kept=kept or complete, later=later)
+        # was made on top of it; when all are there, what the checkpoint lacks is decisive.
+        later = commits_between(storage, listing, version, view.version, prefix)
+        verdict = judge(actions, view, prefix, elapsed_ms=elapsed, later=later)
     return verdict, view.version
 
 
 def commits_between(
     storage: TableStorage, listing: LogListing, after: int, upto: int, prefix: str
-) -> tuple[LaterCommits, bool]:
-    """What the listed commits after ``after`` up to ``upto`` did.
-
-    Returns:
-        That, and whether every commit of the range was there to be read.
-    """
-    out = LaterCommits()
-    complete = True
+) -> LaterCommits:
+    """What the listed commits after ``after`` up to ``upto`` did (``complete``: all read)."""
+    out = LaterCommits(complete=True)
     for v in range(after + 1, upto + 1):
         status = listing.commits.get(v)
         if status is None:
-            complete = False
+            out.complete = False
             continue
         try:
             actions: list[Action] = parse_actions(
                 storage.read_log_file(status.name), version=v, path=status.path
             )
         except (LogFileNotFoundError, CorruptLogError):
-            complete = False
+            out.complete = False
             continue
         out.note(actions, prefix)
-    return out, complete
+    return out

@@ -1,4 +1,4 @@
-"""Version 0 of a table created by its first write: metadata, protocol and the files, at once.
+"""A new table: its ``metaData`` and ``protocol``, and version 0 when its first write creates it.
 
 delta-spark (and delta-rs) create a table with its first write in one commit: ``commitInfo``,
 ``protocol``, ``metaData``, an optional ``txn``, and the ``add`` actions. In-commit timestamps
@@ -8,16 +8,35 @@ stamp it and row tracking numbers its rows from 0, as a later commit would be la
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from deltalog.log import in_commit_timestamps as ict
 from deltalog.log.clock import now_ms
-from deltalog.protocol.actions import Action, AddFile, Metadata, Protocol, Txn, serialize_actions
-from deltalog.write import row_tracking
-from deltalog.write.commit import make_commit_info, write_metrics
+from deltalog.protocol.actions import Metadata, Protocol, serialize_actions
+from deltalog.protocol.column_mapping import map_new_columns
+from deltalog.protocol.features import protocol_for_new_table
+from deltalog.protocol.partitions import check_partition_columns
+from deltalog.protocol.properties import canonical_properties, check_properties
+from deltalog.protocol.schema import StructType, as_struct
+from deltalog.protocol.user_input import (
+    check_mapping,
+)
+from deltalog.write.commit import make_commit_info
+from deltalog.write.row_tracking import new_table_configuration
 
-__all__ = ["first_commit"]
+if TYPE_CHECKING:
+    pass
+
+
+from deltalog.protocol.actions import Action, AddFile, Txn
+from deltalog.write import row_tracking
+from deltalog.write.commit import write_metrics
+
+__all__ = ["first_commit", "new_table_actions"]
 
 
 def first_commit(
@@ -68,3 +87,40 @@ def first_commit(
         actions.append(row_domain)
     actions.extend(first_adds)
     return serialize_actions(actions)
+
+
+def new_table_actions(
+    schema: StructType | pa.Schema | Mapping[str, Any] | str,
+    *,
+    partition_by: Sequence[str] = (),
+    configuration: Mapping[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> tuple[Metadata, Protocol]:
+    """The ``metaData`` and ``protocol`` of a new table (see :meth:`DeltaTable.create`).
+
+    Raises:
+        InvalidSchemaError: The schema is invalid.
+        InvalidInputError: A partition column is not in the schema, or has a complex type.
+        InvalidPropertyError: An unknown ``delta.*`` property, or a value it cannot take.
+        UnsupportedFeatureError: A property enables a feature deltalog cannot write.
+    """
+    struct = as_struct(schema)
+    partition_columns = list(partition_by)
+    check_partition_columns(struct, partition_columns)
+    config = {str(k): str(v) for k, v in check_mapping(configuration, "configuration").items()}
+    config = canonical_properties(config)
+    check_properties(config)
+    config = new_table_configuration(config)
+    protocol = protocol_for_new_table(struct, config)
+    struct, config = map_new_columns(struct, config)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        name=name,
+        description=description,
+        schema_string=struct.to_json_string(),
+        partition_columns=partition_columns,
+        configuration=dict(config),
+        created_time=now_ms(),
+    )
+    return metadata, protocol

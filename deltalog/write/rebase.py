@@ -5,20 +5,18 @@ after it: they are gone (:class:`~deltalog.errors.SnapshotExpiredError`). A blin
 needs no such check. It read nothing, so the only commits it can conflict with are those that
 change the protocol or the metadata; when the head still has the protocol and metadata the
 append was made for, committing it after the head is what committing it after the lost
-commits would have been.
+commits would have been. The lost commits may also have held a vacuum, though: the transaction
+checks the head against vacuums before it moves
+(:meth:`~deltalog.write.vacuum_fence.WriterFence.check_moved`).
 """
 
 from __future__ import annotations
 
-from deltalog.errors import SnapshotExpiredError, VersionNotFoundError
+from deltalog.errors import SnapshotExpiredError
+from deltalog.log.log_tail import read_head
 from deltalog.log.orphans import same_metadata, same_protocol
-from deltalog.log.replay import replay
-from deltalog.log.segment import list_log
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
-
-#: Reads of the head tried while log cleanup deletes files under them.
-READ_ATTEMPTS = 3
 
 
 def head_for_blind_append(
@@ -36,13 +34,7 @@ def head_for_blind_append(
             cannot be read because log cleanup keeps deleting what is being read.
         UnsupportedFeatureError: deltalog cannot write the table at the head.
     """
-    for attempt in range(1, READ_ATTEMPTS + 1):
-        try:
-            head = replay(storage, list_log(storage))
-            break
-        except VersionNotFoundError as exc:  # cleanup deleted what was being read
-            if attempt == READ_ATTEMPTS:
-                raise expired from exc
+    head = read_head(storage, expired)
     if not (
         same_protocol(head.protocol, snapshot.protocol)
         and same_metadata(head.metadata, snapshot.metadata)

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 from deltalog.arrow import values as av
 from deltalog.errors import (
+    AppendOnlyError,
     DuplicateFileError,
     FileNotInTableError,
     InvalidInputError,
@@ -25,8 +26,17 @@ from deltalog.log.replay import read_commit
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.protocol.actions import Action, AddCDCFile, AddFile, Metadata, RemoveFile, Txn
+from deltalog.protocol.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+)
 from deltalog.protocol.column_mapping import is_mapped, physical_name
+from deltalog.protocol.features import check_writable
 from deltalog.protocol.partitions import parse_partition_value
 from deltalog.protocol.paths import commit_name
 from deltalog.protocol.schema import StructType
@@ -261,3 +271,54 @@ def find_txn_commit(storage: TableStorage, latest: int, txn: Txn) -> int:
                     return latest
         version -= 1
     return latest
+
+
+def check_staged(
+    snapshot: Snapshot,
+    metadata: Metadata | None,
+    protocol: Protocol | None,
+    removes: Mapping[str, RemoveFile],
+    *,
+    domains: bool,
+    rewrites_data: bool,
+    read_whole_table: bool,
+    prefix: str,
+    enforced: frozenset[str] = frozenset(),
+) -> None:
+    """Refuse staged changes the table cannot take, before anything is written.
+
+    Args:
+        snapshot: The snapshot the transaction read.
+        metadata: The staged ``metaData``, if any.
+        protocol: The staged ``protocol``, if any.
+        removes: The staged removes, by key.
+        domains: Whether domain metadata is staged.
+        rewrites_data: Whether the metadata change makes existing files unreadable.
+        read_whole_table: Whether the transaction read the whole table.
+        prefix: The table root's scheme prefix, as removes are keyed.
+        enforced: Writer features the caller enforces itself (see ``Transaction.enforced``).
+
+    Raises:
+        UnsupportedFeatureError: deltalog cannot write the (new) protocol.
+        AppendOnlyError: A data-changing remove on an append-only table.
+        InvalidInputError: Domain metadata without the ``domainMetadata`` feature.
+        SchemaMismatchError: A metadata change that needs every file removed, without that.
+    """
+    new_metadata = metadata or snapshot.metadata
+    new_protocol = protocol or snapshot.protocol
+    if metadata is None and protocol is None:
+        snapshot.check_writable(enforced)
+    else:
+        check_writable(new_protocol, new_metadata, enforced)
+    removes_data = any(r.data_change for r in removes.values())
+    if removes_data and str(new_metadata.configuration.get("delta.appendOnly")).lower() == "true":
+        raise AppendOnlyError(
+            "the table is append-only (delta.appendOnly=true); it cannot remove data"
+        )
+    if domains and "domainMetadata" not in (new_protocol.writer_features or ()):
+        raise InvalidInputError(
+            "the table protocol lacks the 'domainMetadata' writer feature; stage a protocol "
+            "upgrade with update_protocol() to write domain metadata"
+        )
+    if rewrites_data:
+        check_removes_everything(snapshot, removes, read_whole_table, prefix)

@@ -26,7 +26,6 @@ import orjson
 import pyarrow as pa
 
 from deltalog.errors import (
-    AppendOnlyError,
     CommitAttemptsExhaustedError,
     ConcurrentModificationError,
     DuplicateFileError,
@@ -42,10 +41,11 @@ from deltalog.log.file_actions import (
     file_key,
     scheme_prefix,
 )
-from deltalog.log.replay import advance, read_commit
+from deltalog.log.log_tail import commits_from
+from deltalog.log.replay import advance
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
-from deltalog.logstores import FileStatus, LogFileNotFoundError
+from deltalog.logstores import FileStatus
 from deltalog.protocol.actions import (
     Action,
     AddCDCFile,
@@ -58,8 +58,7 @@ from deltalog.protocol.actions import (
     Txn,
     serialize_actions,
 )
-from deltalog.protocol.features import check_writable
-from deltalog.protocol.paths import check_action_path, commit_name
+from deltalog.protocol.paths import check_action_path
 from deltalog.protocol.schema import StructType
 from deltalog.protocol.user_input import (
     as_items,
@@ -90,7 +89,7 @@ from deltalog.write.rebase import head_for_blind_append
 from deltalog.write.staging import (
     check_not_live,
     check_partition_values,
-    check_removes_everything,
+    check_staged,
     drop_readds,
     find_txn_commit,
     isolation_level,
@@ -184,6 +183,7 @@ class Transaction:
         # what will be written
         self._adds: dict[str, AddFile] = {}
         self._described: set[str] = set()
+        self._described_at: int | None = None  # before the first file was described
         self._cdc: list[AddCDCFile] = []
         self._removes: dict[str, RemoveFile] = {}
         self._metadata: Metadata | None = None
@@ -339,6 +339,8 @@ class Transaction:
         for one in given:  # a directory stands for the data files under it
             items.extend(expand(self._storage, [one]) if isinstance(one, str) else [one])
         paths = [f for f in items if isinstance(f, tuple)]
+        if paths and self._described_at is None:
+            self._described_at = now_ms()  # expand() looked them up after this, too
         described = (
             describe(
                 self._storage,
@@ -563,9 +565,7 @@ class Transaction:
         if not actions:
             self.no_op = True
             return snap.version
-        self._fence = WriterFence(
-            self._storage, snap, self._adds, self._described, self._removes, self._prefix
-        )
+        self._fence = self._writer_fence(snap)
         self._fence.check_snapshot()  # a running vacuum may delete files this one adds
         replaced = replaced_sizes(
             self._snapshot, self._adds, self._described, self._removes, self._prefix
@@ -595,42 +595,34 @@ class Transaction:
             try:
                 if try_write(self._storage, version, data, check_previous=check_previous):
                     break
-            except SnapshotExpiredError as expired:  # nothing was written
+                if self.attempts >= self._retry.max_attempts:
+                    raise CommitAttemptsExhaustedError(
+                        f"gave up after {self.attempts} attempts: version {version} was taken "
+                        "by another writer each time (no conflict; the table is busy). Retry "
+                        "later or raise RetryPolicy.max_attempts.",
+                        attempts=self.attempts,
+                        last_version=version,
+                    )
+                time.sleep(self._retry.delay(self.attempts))
+                if reads is None:
+                    reads = self._reads(level)
+                seen = len(winners)
+                try:
+                    version = self._catch_up(version, reads, winners, info.extra.get("txnId"))
+                except LandedEarlier as landed:
+                    # The store said "taken", but the commit there is this one (an attempt whose
+                    # reply was lost landed after all): it is committed, once, as laid out there.
+                    version, ours = landed.version, landed.actions
+                    if check_previous:
+                        confirm_in_history(self._storage, version, serialize_actions(ours), started)
+                    info = next((a for a in ours if isinstance(a, CommitInfo)), info)
+                    actions = [a for a in ours if not isinstance(a, CommitInfo)]
+                    break
+                layout.after(winners[seen:])
+            except SnapshotExpiredError as expired:  # cleanup passed; nothing was written
                 snap, layout = self._to_head(snap, expired, staged)
                 version, reads, replaced = snap.version + 1, None, None
                 winners.clear()
-                continue
-            if self.attempts >= self._retry.max_attempts:
-                raise CommitAttemptsExhaustedError(
-                    f"gave up after {self.attempts} attempts: version {version} was taken by "
-                    "another writer each time (no conflict; the table is busy). Retry later or "
-                    "raise RetryPolicy.max_attempts.",
-                    attempts=self.attempts,
-                    last_version=version,
-                )
-            time.sleep(self._retry.delay(self.attempts))
-            if reads is None:
-                reads = self._reads(level)
-            try:
-                seen = len(winners)
-                version = self._catch_up(version, reads, winners, info.extra.get("txnId"))
-                layout.after(winners[seen:])
-            except LandedEarlier as landed:
-                # The store said "taken", but the commit there is this one (an attempt whose
-                # reply was lost landed after all): it is committed, once, as laid out there.
-                version, ours = landed.version, landed.actions
-                try:
-                    if check_previous:
-                        data = serialize_actions(ours)
-                        confirm_in_history(self._storage, version, data, started)
-                except SnapshotExpiredError as expired:  # withdrawn: nothing was written
-                    snap, layout = self._to_head(snap, expired, staged)
-                    version, reads, replaced = snap.version + 1, None, None
-                    winners.clear()
-                    continue
-                info = next((a for a in ours if isinstance(a, CommitInfo)), info)
-                actions = [a for a in ours if not isinstance(a, CommitInfo)]
-                break
             except AlreadyCommitted as done:
                 self.no_op = True
                 self._advanced(winners, None)
@@ -654,27 +646,30 @@ class Transaction:
     ) -> int:
         """Check every commit from ``version`` to the head; returns the next free version.
 
+        A version that is missing because log cleanup removed it is found by the next attempt's
+        check of the previous version (:func:`~deltalog.write.commit.try_write`), which lists
+        anyway:
+        no listing here.
+
         Raises:
             LandedEarlier: The commit at a version is this transaction's own (same txnId).
         """
-        while True:
-            try:
-                actions = read_commit(self._storage, commit_name(version), version)
-            except LogFileNotFoundError:
-                return version
-            winner = WinningCommit.from_actions(version, actions)
+        tail = commits_from(self._storage, version, gaps_possible=False)
+        for found, actions, seen_ms in tail:
+            winner = WinningCommit.from_actions(found, actions)
             if txn_id is not None and winner.commit_info.get("txnId") == txn_id:
-                raise LandedEarlier(version, actions)
+                raise LandedEarlier(found, actions)
             theirs = {t.app_id: t for t in winner.txns}
             if self._txns and all(txn_covers(theirs.get(a), t) for a, t in self._txns.items()):
-                winners.append((version, actions, now_ms()))
-                raise AlreadyCommitted(version)
+                winners.append((found, actions, seen_ms))
+                raise AlreadyCommitted(found)
             # Known before checking: after a conflict the table still moves past the winner,
             # so re-running the operation starts from a snapshot that includes it.
-            winners.append((version, actions, now_ms()))
+            winners.append((found, actions, seen_ms))
             check_winner(reads, winner)
             self._fence.check_winner(winner)
-            version += 1
+            version = found + 1
+        return version
 
     def _advanced(
         self,
@@ -695,27 +690,19 @@ class Transaction:
 
     def _prepare(self) -> list[Action]:
         """Validate the staged changes and lay them out in commit order."""
-        snap = self._snapshot
-        metadata = self._metadata or snap.metadata
-        protocol = self._protocol or snap.protocol
-        if self._metadata is None and self._protocol is None:
-            snap.check_writable(self.enforced)
-        else:
-            check_writable(protocol, metadata, self.enforced)
-        removes_data = any(r.data_change for r in self._removes.values())
-        if removes_data and str(metadata.configuration.get("delta.appendOnly")).lower() == "true":
-            raise AppendOnlyError(
-                "the table is append-only (delta.appendOnly=true); it cannot remove data"
-            )
-        if self._domains and "domainMetadata" not in (protocol.writer_features or ()):
-            raise InvalidInputError(
-                "the table protocol lacks the 'domainMetadata' writer feature; stage a protocol "
-                "upgrade with update_protocol() to write domain metadata"
-            )
-        if self._metadata_rewrites_data:
-            check_removes_everything(snap, self._removes, self._read_whole_table, self._prefix)
+        check_staged(
+            self._snapshot,
+            self._metadata,
+            self._protocol,
+            self._removes,
+            domains=bool(self._domains),
+            rewrites_data=self._metadata_rewrites_data,
+            read_whole_table=self._read_whole_table,
+            prefix=self._prefix,
+            enforced=self.enforced,
+        )
         if self._described:
-            check_not_live(snap, self._adds, self._described, self._removes, self._prefix)
+            check_not_live(self._snapshot, self._adds, self._described, self._removes, self._prefix)
         drop_readds(self._adds, self._removes, self._described, self._prefix)
         actions: list[Action] = []
         if self._protocol is not None:
@@ -734,14 +721,27 @@ class Transaction:
     ) -> tuple[Snapshot, CommitLayout]:
         """Move a blind append past commits log cleanup removed (see :mod:`deltalog.write.rebase`).
 
+        The removed commits cannot be checked as winners, so the head is checked against
+        vacuums instead (:meth:`~deltalog.write.vacuum_fence.WriterFence.check_moved`).
+
         Raises:
-            SnapshotExpiredError: ``expired``, for anything but such a blind append.
+            SnapshotExpiredError: ``expired``, for anything but such a blind append; or a file
+                it adds is at risk from a vacuum the removed commits may hold.
+            ConcurrentVacuumError: A vacuum ran among them and a file it adds is at risk.
         """
         changes = self._txns or self._domains or self._metadata or self._protocol
         if self.attempts >= self._retry.max_attempts or changes or not self._is_blind_append():
             raise expired
-        snap = self._snapshot = head_for_blind_append(self._storage, snap, expired)
+        head = head_for_blind_append(self._storage, snap, expired)
+        fence = self._writer_fence(head)
+        fence.check_moved(snap, expired)
+        self._fence = fence
+        snap = self._snapshot = head
         return snap, CommitLayout(snap, *staged)
+
+    def _writer_fence(self, snap: Snapshot) -> WriterFence:
+        staged = (self._adds, self._described, self._removes, self._prefix, self._described_at)
+        return WriterFence(self._storage, snap, *staged)
 
     def _is_blind_append(self) -> bool:
         reads = bool(self._predicates or self._read)

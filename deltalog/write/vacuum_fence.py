@@ -22,30 +22,42 @@ fails with :class:`ConcurrentVacuumError`, nothing written, when it adds a file 
 * its snapshot holds a running fence whose lease is live.
 
 A running fence whose lease ran out belongs to a vacuum that died: the transaction goes ahead,
-but only if the files at risk still exist (:class:`DataFileNotFoundError` otherwise). A file
-the transaction also removes (an update that adds it back with a new deletion vector) is live in
-its snapshot, so no vacuum can delete it unseen: a winner that removed it conflicts anyway.
+but only if the files at risk still exist (:class:`DataFileNotFoundError` otherwise). Writers
+give the lease :data:`CLOCK_SKEW_MS` more than it says, as their clock may be ahead of the
+vacuum's; the vacuum itself deletes only while its lease has at least :data:`MIN_LEFT_MS` to
+run. A file the transaction also removes (an update that adds it back with a new deletion
+vector) is live in its snapshot, so no vacuum can delete it unseen: a winner that removed it
+conflicts anyway. A file is vacuumable as a vacuum decides it
+(:meth:`~deltalog.log.table_paths.TablePaths.deletable`: symlinks and aliases of the root resolved).
+
+A blind append moved past commits log cleanup removed (:mod:`deltalog.write.rebase`) cannot check
+them as winners: :meth:`WriterFence.check_moved` refuses the move when they may have held a
+vacuum that can delete a file it adds.
 
 Cost: a dict lookup per commit. File modification times come from the statuses ``add`` read
-for described files; the store is asked (one ``stat`` per file) only for ready ``AddFile``
-actions, and only when a fence is involved.
+for described files; the store is asked (one ``stat`` per file) for ready ``AddFile`` actions
+and deletion-vector files, and only when a fence is involved; a described file only when its
+existence is in question (a dead vacuum's lease ran out after it was described, or the
+transaction moved past removed commits).
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Set
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
-from deltalog.errors import ConcurrentVacuumError, DataFileNotFoundError
+from deltalog.errors import ConcurrentVacuumError, DataFileNotFoundError, SnapshotExpiredError
 from deltalog.log.clock import now_ms
 from deltalog.log.file_actions import canonical_path
+from deltalog.log.orphans import CLOCK_SKEW_MS
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.log.table_paths import TablePaths
 from deltalog.logstores.thread_pool import shared_pool
 from deltalog.protocol.actions import AddFile, Txn
+from deltalog.protocol.config import tombstone_retention_ms
 from deltalog.write.conflicts import WinningCommit
 
 #: The reserved ``txn`` application id of the fence (refused by ``set_transaction``).
@@ -54,7 +66,10 @@ APP_ID = "deltalog.vacuum"
 LEASE_MS = 15 * 60_000
 #: A running vacuum renews its lease before a batch of deletes once this much has passed.
 RENEW_AFTER_MS = LEASE_MS // 3
+#: A running vacuum starts a batch of deletes only while its lease has this much left to run.
+MIN_LEFT_MS = LEASE_MS // 2
 _START = "VACUUM START"
+_EVERY_FILE = 2**63 - 1  # a cutoff every file was last modified before
 
 
 def running_txn(cutoff_ms: int, now: int) -> Txn:
@@ -77,9 +92,14 @@ def is_running(txn: Txn | None) -> bool:
     return txn is not None and txn.version % 2 == 1
 
 
+def lease_end(txn: Txn) -> int:
+    """When a fence stops holding others back, on their clock (:data:`CLOCK_SKEW_MS` added)."""
+    return (txn.last_updated or 0) + LEASE_MS + CLOCK_SKEW_MS
+
+
 def lease_live(txn: Txn, now: int) -> bool:
-    """Whether a running fence still holds writers back at ``now``."""
-    return is_running(txn) and now < (txn.last_updated or 0) + LEASE_MS
+    """Whether a running fence still holds writers (and other vacuums) back at ``now``."""
+    return is_running(txn) and now < lease_end(txn)
 
 
 def running_vacuum(snapshot: Snapshot, now: int) -> Txn | None:
@@ -124,6 +144,8 @@ class WriterFence:
         described: Keys of the adds built from files it read (their times are the store's).
         removes: Its staged removes, by canonical path.
         prefix: The table's scheme prefix (``file_actions.canonical_path``).
+        described_at: A time (ms since the epoch) before the described files were first looked
+            up: each existed at some moment after it.
     """
 
     def __init__(
@@ -134,6 +156,7 @@ class WriterFence:
         described: Set[str],
         removes: Mapping[str, object],
         prefix: str,
+        described_at: int | None = None,
     ) -> None:
         self._storage = storage
         self._snapshot = snapshot
@@ -141,7 +164,12 @@ class WriterFence:
         self._described = described
         self._removes = removes
         self._prefix = prefix
+        self._described_at = described_at
         self._times: dict[str, int | None] = {}  # location -> modification time, None: gone
+
+    @cached_property
+    def _paths(self) -> TablePaths:  # only when a fence is involved
+        return TablePaths(self._storage, self._snapshot)
 
     def check_snapshot(self) -> None:
         """Refuse while the snapshot shows a vacuum running (before the first attempt).
@@ -158,7 +186,9 @@ class WriterFence:
             what = f"a VACUUM is running on this table (seen at version {version})"
             self._refuse(cutoff, version, None, what)
             return
-        gone = [path for path, missing in self._at_risk(cutoff, verify=True) if missing]
+        # A file described after the lease ran out existed once the vacuum was dead.
+        verify = self._described_at is None or self._described_at < lease_end(txn)
+        gone = [path for path, missing in self._at_risk(cutoff, verify=verify) if missing]
         if gone:
             raise DataFileNotFoundError(
                 f"{gone[0]!r} is gone: a VACUUM seen running at version {version} that never "
@@ -182,6 +212,44 @@ class WriterFence:
             )
             self._refuse(cutoff, winner.version, winner.commit_info, what)
 
+    def check_moved(self, before: Snapshot, expired: SnapshotExpiredError) -> None:
+        """Refuse to move a blind append from ``before`` to this fence's snapshot (the head).
+
+        The commits between were removed by log cleanup, so none can be checked as a winner;
+        they may have held a vacuum. Refused when the transaction adds a file at risk and the
+        head's fence differs from ``before``'s (a deltalog vacuum started, renewed its lease or
+        ended among them), or when a file it adds is gone or was last modified before the
+        table's ``delta.deletedFileRetentionDuration`` (the cutoff of a delta-spark ``VACUUM
+        START``, which has no fence, among them). Then :meth:`check_snapshot` on the head.
+
+        Raises:
+            ConcurrentVacuumError: A deltalog vacuum ran among the removed commits and a file
+                is at risk.
+            SnapshotExpiredError: A file is gone or old enough for any vacuum among them.
+            DataFileNotFoundError: See :meth:`check_snapshot`.
+        """
+        if not self._adds:
+            return
+        head, txn = self._snapshot, self._snapshot.txns.get(APP_ID)
+        old = before.txns.get(APP_ID)
+        if txn is not None and (old is None or _stamp(old) != _stamp(txn)):
+            what = (
+                f"a VACUUM ran among the commits after version {before.version} that log "
+                f"cleanup removed (its fence changed by version {head.version})"
+            )
+            self._refuse(cutoff_of(txn), head.version, None, what)
+        gone = [path for path, missing in self._at_risk(_EVERY_FILE, verify=True) if missing]
+        cutoff = now_ms() - tombstone_retention_ms(head.configuration)
+        old_enough = gone or [path for path, _ in self._at_risk(cutoff, verify=True)]
+        if old_enough:
+            state = "is gone" if gone else f"was last modified before {iso_time(cutoff)}"
+            raise SnapshotExpiredError(
+                f"{expired} The transaction is a blind append, but it cannot move past the "
+                f"removed commits: they may hold a VACUUM, and {old_enough[0]} {state}, so "
+                "that vacuum may delete it (or already did)."
+            ) from expired
+        self.check_snapshot()
+
     def _refuse(self, cutoff: int, version: int, info: dict[str, Any] | None, what: str) -> None:
         at_risk = self._at_risk(cutoff, verify=False)
         if not at_risk:
@@ -204,7 +272,7 @@ class WriterFence:
 
         With ``verify``, described files are looked up too (only those that are gone matter).
         """
-        paths = TablePaths(self._storage, self._snapshot)
+        paths = self._paths
         wanted: list[tuple[str, str, int | None]] = []  # (path, location, known time)
         for key, add in self._adds.items():
             if canonical_path(add.path, self._prefix) not in self._removes:
@@ -249,6 +317,9 @@ def iso_time(ms: int) -> str:
 
 
 def _vacuumable(paths: TablePaths, location: str) -> bool:
-    """Whether a vacuum's listing could find the file (``./`` and ``//`` spelt away)."""
-    relative = paths.inside(location)
-    return relative is not None and not paths.hidden(posixpath.normpath(relative))
+    """Whether a vacuum may delete the file: as VACUUM decides it, symlinks resolved."""
+    return paths.deletable(location) is not None
+
+
+def _stamp(txn: Txn) -> tuple[int, int | None]:
+    return txn.version, txn.last_updated

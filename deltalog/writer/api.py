@@ -35,14 +35,14 @@ from deltalog.protocol.column_mapping import map_new_columns
 from deltalog.protocol.schema import StructType
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate, matches, validate
-from deltalog.table import DeltaTable, new_table_actions
+from deltalog.table import DeltaTable
 from deltalog.write.check_constraints import check_constraints
 from deltalog.write.clustering import check_clustering_stats
 from deltalog.write.commit import RetryPolicy
 from deltalog.write.commit_properties import CommitProperties, commit_settings
 from deltalog.write.constraints import refuse_unenforced_constraints
 from deltalog.write.data_writer import DataWriter
-from deltalog.write.first_commit import first_commit
+from deltalog.write.first_commit import first_commit, new_table_actions
 from deltalog.write.input_data import Conformer, as_reader, schema_of_data, within_table
 from deltalog.write.parquet_options import TARGET_FILE_SIZE, ParquetOptions
 from deltalog.write.rewrite_plan import check_predicate_columns

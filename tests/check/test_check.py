@@ -403,6 +403,23 @@ def test_last_checkpoint_mismatch(
     assert problem in f.message
 
 
+def test_last_checkpoint_moved_back_to_a_checkpoint_cleanup_removed_is_stale_not_wrong(
+    table: Path,
+) -> None:
+    """A background checkpoint's read-then-write of the hint moved it back to checkpoint 2
+    after checkpoint 4 was written, and cleanup then removed version 2's files. Readers list
+    on from version 2 and use checkpoint 4: an info, not a warning."""
+    for name in log_names(table):
+        if name[:20].isdigit() and int(name[:20]) <= 2:
+            _log(table, name).unlink()
+    _log(table, "_last_checkpoint").write_bytes(orjson.dumps({"version": 2, "size": 5}))
+    path = str(_log(table, "_last_checkpoint"))
+    f = flagged(table, "stale-last-checkpoint", version=2, path=path)
+    assert f.severity == "info" and "newest checkpoint is 4" in f.message
+    report = check_table(str(table))
+    assert report.clean and "last-checkpoint-mismatch" not in report.codes(), report.findings
+
+
 def test_incomplete_multipart_checkpoint(table: Path) -> None:
     part = _log(table, "00000000000000000003.checkpoint.0000000001.0000000002.parquet")
     part.write_bytes(_log(table, "00000000000000000002.checkpoint.parquet").read_bytes())

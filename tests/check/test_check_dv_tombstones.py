@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+from sparkutil import delta_spark_version
 from tableutil import dv_json, write_commit
 
 from deltalog import check_table
@@ -134,7 +135,16 @@ def test_check_is_clean_after_delta_spark_drops_deletion_vectors(
         "delta.enableDeletionVectors", "true"
     ).save(root)
     delta_spark.sql(f"DELETE FROM delta.`{root}` WHERE id % 7 = 0")
-    delta_spark.sql(f"ALTER TABLE delta.`{root}` DROP FEATURE deletionVectors")
+    drop = f"ALTER TABLE delta.`{root}` DROP FEATURE deletionVectors"
+    if int(delta_spark_version().split(".")[0]) < 4:
+        # delta-spark 3.x cannot drop the feature: the table keeps its DVs, and check is clean.
+        with pytest.raises(Exception, match="DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"):
+            delta_spark.sql(drop)
+        report = check_table(root)
+        assert report.clean, report.findings
+        assert _exit("check", root, "--fail-on", "warning") == 0
+        return
+    delta_spark.sql(drop)
     operations = [
         row["operation"] for row in delta_spark.sql(f"DESCRIBE HISTORY delta.`{root}`").collect()
     ]

@@ -25,9 +25,19 @@ loaded = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
 assert not loaded, f"import deltalog loaded {loaded}"
 print("ok import deltalog is light")
 
+# One version: the installed metadata says what deltalog.__version__ says.
+from importlib.metadata import version as installed_version  # noqa: E402
+
+assert installed_version("deltalog") == deltalog.__version__, (
+    installed_version("deltalog"),
+    deltalog.__version__,
+)
+print(f"ok version {deltalog.__version__} (metadata and __version__ agree)")
+
 # Every module imports, except those whose extra is not installed: they name it.
 needs = {
     "deltalog.logstores.s3": "s3",
+    "deltalog.logstores.s3_open": "s3",
     "deltalog.logstores.dynamodb": "s3",
     "deltalog.logstores.gcs": "gcs",
     "deltalog.logstores.azure": "azure",

@@ -443,7 +443,7 @@ def test_open_store_without_the_sdk_names_the_extra(
         monkeypatch.delattr(sys.modules[parent], leaf, raising=False)
     prefix = "deltalog.logstores."
     for name in [m for m in sys.modules if m.startswith(prefix)]:
-        if name.removeprefix(prefix) in ("s3", "gcs", "azure", "dynamodb"):
+        if name.removeprefix(prefix) in ("s3", "s3_open", "gcs", "azure", "dynamodb"):
             monkeypatch.delitem(sys.modules, name)
     with pytest.raises(MissingDependencyError) as info:
         open_store(uri, {"s3.commit_protocol": "conditional-put"})

@@ -18,19 +18,26 @@ import boto3
 import pyarrow as pa
 import pytest
 from servers.fixtures import BUCKET, DYNAMO_TABLE, CloudTable, cloud_location, s3_options
-from tableutil import one_row_add
+from tableutil import one_row_add, put_data_file
 
-from deltalog import DeltaTable, IncompleteCommitError
+import deltalog.write.commit as commit_module
+from deltalog import CommitStatusUnknownError, DeltaTable, IncompleteCommitError, StorageError
+from deltalog.log.storage import TableStorage
 from deltalog.logstores import (
     FileAlreadyExistsError,
     LogFileNotFoundError,
     LogStoreError,
     StoreConfigurationError,
     StoreIOError,
+    StoreUnavailableError,
     open_store,
 )
 from deltalog.logstores.dynamodb import S3DynamoDBLogStore, entry_to_item
-from deltalog.logstores.errors import OrphanedCommitEntryError
+from deltalog.logstores.errors import (
+    OrphanedCommitEntryError,
+    PreviousCommitMissingError,
+    WriteNotSentError,
+)
 from deltalog.logstores.external import ExternalCommitEntry, ExternalCoordinatedLogStore
 
 SCHEMA = pa.schema([("x", pa.int64())])
@@ -352,6 +359,82 @@ def test_a_commit_must_follow_its_predecessor(location: CloudTable) -> None:
         store.write(store.join(root, "_delta_log", f"{5:020d}.json"), b"{}\n")
     with pytest.raises(LogFileNotFoundError):  # nothing at all was written
         list(store.list_from(store.join(root, "_delta_log", "")))
+
+
+def test_a_refusal_before_anything_is_sent_is_a_not_written_error(
+    location: CloudTable,
+) -> None:
+    """The external store's own checks before its entry (the commit point) refuse or fail:
+    nothing of the commit was sent, so it can never land later."""
+    store, root = open_store(location.uri, location.options)
+    with pytest.raises(PreviousCommitMissingError, match="previous commit"):
+        store.write(store.join(root, "_delta_log", f"{5:020d}.json"), b"{}\n")
+    first = store.join(root, "_delta_log", f"{0:020d}.json")
+    assert isinstance(store, ExternalCoordinatedLogStore)
+    real = store.objects.exists
+
+    def failing_exists(path: str) -> bool:
+        raise StoreUnavailableError(f"HEAD {path}: 503")
+
+    store.objects.exists = failing_exists  # type: ignore[method-assign]
+    with pytest.raises(WriteNotSentError, match="503"):
+        store.write(first, b"{}\n")
+    store.objects.exists = real  # type: ignore[method-assign]
+    with pytest.raises(LogFileNotFoundError):  # nothing at all was written
+        list(store.list_from(store.join(root, "_delta_log", "")))
+
+
+def test_a_commit_whose_previous_commit_cleanup_removed_moves_on_to_the_head(
+    location: CloudTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the writer's check that version 2 is next and its create, another writer
+    commits 2 and 3, checkpoints and cleans up (1 and 2 go). The store refuses 2 before sending
+    anything (no 1.json): the log moved on, nothing was written, and the blind append moves on
+    to the head. It used to be reported as "cannot tell whether commit 2 landed"."""
+    no_retention = {"delta.logRetentionDuration": "interval 0 seconds"}
+    options = location.options
+    DeltaTable.create(location.uri, SCHEMA, configuration=no_retention, storage_options=options)
+    other = DeltaTable(location.uri, storage_options=options, background_checkpoints=False)
+    assert _append(other, "b1.parquet") == 1
+    writer = DeltaTable(location.uri, storage_options=options, background_checkpoints=False)
+    real = commit_module._version_is_free
+    moved: list[int] = []
+
+    def free_then_others_move_on(storage: TableStorage, version: int) -> bool:
+        free = real(storage, version)
+        if free and not moved:
+            moved.append(version)
+            assert _append(other, "b2.parquet") == 2 and _append(other, "b3.parquet") == 3
+            other.checkpoint()
+            assert {f"{1:020d}.json", f"{2:020d}.json"} <= set(other.cleanup_log())
+        return free
+
+    monkeypatch.setattr(commit_module, "_version_is_free", free_then_others_move_on)
+    put_data_file(writer, "a.parquet")  # moved past removed commits, an append checks its file
+    assert _append(writer, "a.parquet") == 4
+    assert moved == [2]
+    fresh = DeltaTable(location.uri, storage_options=options)
+    paths = sorted(fresh.files(with_stats=False).column("path").to_pylist())
+    assert paths == ["a.parquet", "b1.parquet", "b2.parquet", "b3.parquet"]
+
+
+def test_a_commit_failing_before_its_entry_is_not_reported_as_status_unknown(
+    location: CloudTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file cannot be written: the entry, which decides the commit, was never sent.
+    That is a storage error saying nothing was written, not "it MAY have landed"."""
+    table = _fresh_table(location)
+
+    def unavailable(self: ExternalCoordinatedLogStore, path: str, data: bytes) -> None:
+        raise StoreUnavailableError(f"PUT {path}: 503")
+
+    monkeypatch.setattr(ExternalCoordinatedLogStore, "_write_temp_file", unavailable)
+    with pytest.raises(StorageError, match="nothing was written") as err:
+        _append(table, "second.parquet")
+    assert not isinstance(err.value, CommitStatusUnknownError)
+    assert isinstance(err.value.__cause__, WriteNotSentError)
+    monkeypatch.undo()
+    assert DeltaTable(location.uri, storage_options=location.options).version() == 1
 
 
 def test_a_loser_at_the_entry_finishes_the_winners_commit_and_cleans_up(

@@ -22,7 +22,9 @@ import pytest
 from tableutil import dv_json, write_commit, write_parquet
 
 import deltalog.maintenance.vacuum
+import deltalog.maintenance.vacuum_lease
 import deltalog.write.info_commit
+import deltalog.write.transaction
 from deltalog import (
     AddFile,
     ConcurrentVacuumError,
@@ -30,10 +32,12 @@ from deltalog import (
     DeltaTable,
     InvalidInputError,
     RetentionTooShortError,
+    SnapshotExpiredError,
 )
 from deltalog.log.storage import TableStorage
 from deltalog.logstores import LocalLogStore
 from deltalog.maintenance.vacuum import VacuumResult
+from deltalog.maintenance.vacuum_lease import VacuumLease
 from deltalog.protocol.deletion_vectors import dv_file_path
 from deltalog.write import vacuum_fence as fence
 
@@ -152,6 +156,26 @@ def test_a_commit_of_another_engine_after_start_is_not_deleted(
     assert result.start_version == 2 and result.end_version == 4
     assert result.files == [str(root / dead)] and result.skipped == [str(root / name)]
     assert _missing_live(root) == []
+
+
+def test_a_commit_after_start_is_kept_as_delta_spark_reads_its_paths(
+    tmp_path: Path, on_start: list[Callable[[], None]]
+) -> None:
+    """A raw ``?`` in ``add.path``: delta-spark reads the file without the suffix, so it stays."""
+    root = tmp_path / "t"
+    _table(root)
+    name = _old(root, "old.parquet")
+
+    def foreign_commit() -> None:
+        add = {"path": f"{name}?v=1", "partitionValues": {}, "size": 1, "modificationTime": 0,
+               "dataChange": True}  # fmt: skip
+        info = {"timestamp": int(time.time() * 1000), "operation": "WRITE"}
+        write_commit(root, 3, [orjson.dumps({"commitInfo": info}), orjson.dumps({"add": add})])
+
+    on_start.append(foreign_commit)
+    result = _vacuum(root)
+    assert result.files == [] and result.skipped == [str(root / name)]
+    assert (root / name).exists()
 
 
 def test_a_lite_vacuum_keeps_a_removed_file_added_back_meanwhile(
@@ -309,6 +333,34 @@ def test_d_writer_whose_snapshot_holds_start_fails_after_the_last_read(
     assert not fence.is_running(final) and fence.cutoff_of(final) == result.delete_before_ms
 
 
+def test_d_an_add_through_an_alias_of_the_root_is_judged_as_vacuum_resolves_it(
+    tmp_path: Path, before_delete: list[Callable[[], None]]
+) -> None:
+    """The writer's fence and VACUUM agree on what is inside the table: symlinks resolved."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    root = tmp_path / "real" / "t"
+    _table(root)
+    old = _old(root, "old.parquet")
+    through_alias = f"file://{tmp_path}/alias/t/{old}"
+    add = AddFile(path=through_alias, partition_values={}, size=(root / old).stat().st_size,
+                  modification_time=int(time.time() * 1000), data_change=True)  # fmt: skip
+    refused: list[ConcurrentVacuumError] = []
+
+    def writer() -> None:  # its snapshot holds VACUUM START
+        tx = DeltaTable(str(root)).transaction()
+        tx.add(add)
+        with pytest.raises(ConcurrentVacuumError) as info:
+            tx.commit()
+        refused.append(info.value)
+
+    before_delete.append(writer)
+    result = _vacuum(root)
+    assert refused and refused[0].path == through_alias
+    assert result.files == [str(root / old)]  # never committed: an orphan, deleted
+    assert DeltaTable(str(root)).files().column("path").to_pylist() == ["live.parquet"]
+
+
 def test_d_updates_that_add_back_a_file_they_remove_are_not_refused(tmp_path: Path) -> None:
     """A deletion-vector DELETE re-adds an old live file: it removes it too, so it is safe."""
     root = tmp_path / "t"
@@ -362,7 +414,8 @@ def test_a_dead_vacuums_lease_holds_writers_and_vacuums_until_it_runs_out(tmp_pa
     assert _vacuum(root, dry_run=True).files == [str(root / old)]  # a dry run deletes nothing
     assert DeltaTable(str(root)).append_files([write_parquet(root, "y.parquet", _rows(3))]) == 3
 
-    _start_fence(root, 4, last_updated=now - fence.LEASE_MS - 1)  # the lease ran out
+    dead = now - fence.LEASE_MS - fence.CLOCK_SKEW_MS - 1  # past the lease and the margin
+    _start_fence(root, 4, last_updated=dead)
     gone = AddFile(path="gone.parquet", partition_values={}, size=1, modification_time=0,
                    data_change=True)  # fmt: skip
     tx = DeltaTable(str(root)).transaction()
@@ -373,6 +426,88 @@ def test_a_dead_vacuums_lease_holds_writers_and_vacuums_until_it_runs_out(tmp_pa
     result = _vacuum(root)
     assert result.files == [] and result.start_version == 6
     assert _missing_live(root) == []
+
+
+def test_a_lease_holds_writers_for_the_clock_margin_after_it_ran_out(tmp_path: Path) -> None:
+    """The writer's clock may be ahead of the vacuum's: the lease counts until it is surely out."""
+    root = tmp_path / "t"
+    _table(root)
+    old = _old(root, "old.parquet")
+    now = int(time.time() * 1000)
+    _start_fence(root, 2, last_updated=now - fence.LEASE_MS - 60_000)  # out by a minute
+    with pytest.raises(ConcurrentVacuumError):
+        DeltaTable(str(root)).append_files([old])
+    with pytest.raises(ConcurrentVacuumError):
+        _vacuum(root)
+    assert fence.lease_end(DeltaTable(str(root)).snapshot.txns[fence.APP_ID]) == (
+        now - 60_000 + fence.CLOCK_SKEW_MS
+    )
+
+
+def test_a_vacuum_deletes_only_while_its_lease_has_time_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before_delete: list[Callable[[], None]]
+) -> None:
+    """Its read of the log took most of the lease: it renews before deleting, not after."""
+    root = tmp_path / "t"
+    _table(root)
+    old = _old(root, "old.parquet")  # an orphan when the vacuum lists: a candidate
+    ahead = [0]  # ms the clock moved on, beyond the real time
+
+    def clock() -> int:
+        return int(time.time() * 1000) + ahead[0]
+
+    monkeypatch.setattr(deltalog.maintenance.vacuum_lease, "now_ms", clock)
+    monkeypatch.setattr(fence, "now_ms", clock)
+    real_sync, slow = VacuumLease.sync, [True]
+
+    def sync(self: VacuumLease) -> None:
+        real_sync(self)
+        if slow:  # the first read took 14 minutes
+            slow.clear()
+            ahead[0] += fence.LEASE_MS - 60_000
+
+    def writer() -> None:  # the batch runs on; the lease looks dead to a writer by now
+        ahead[0] += 60_000 + fence.CLOCK_SKEW_MS + 1_000
+        with pytest.raises(ConcurrentVacuumError):
+            DeltaTable(str(root)).append_files([old])
+
+    monkeypatch.setattr(VacuumLease, "sync", sync)
+    before_delete.append(writer)
+    result = _vacuum(root)
+    assert result.files == [str(root / old)]
+    assert _missing_live(root) == []
+    assert _history_ops(root)[2:] == ["VACUUM START", "VACUUM LEASE", "VACUUM END"]
+
+
+def test_a_dead_vacuums_fence_costs_no_lookup_of_files_described_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "t"
+    _table(root)
+    now = int(time.time() * 1000)
+    _start_fence(root, 2, last_updated=now - fence.LEASE_MS - fence.CLOCK_SKEW_MS - 1)
+    names = [_old(root, f"old{i}.parquet") for i in range(3)]
+    tx = DeltaTable(str(root)).transaction()
+    tx.add(names)  # described after the dead vacuum's lease ran out: they existed then
+    stats: list[str] = []
+    real_stat = LocalLogStore.stat
+
+    def stat(self: LocalLogStore, path: str) -> Any:
+        stats.append(path)
+        return real_stat(self, path)
+
+    monkeypatch.setattr(LocalLogStore, "stat", stat)
+    assert tx.commit() == 3
+    assert stats == []
+    early = DeltaTable(str(root)).transaction()  # described while that vacuum could still run
+    with monkeypatch.context() as m:
+        m.setattr(deltalog.write.transaction, "now_ms", lambda: now - fence.LEASE_MS)
+        early.add(_old(root, "gone.parquet"))
+    (root / "gone.parquet").unlink()  # the vacuum deleted it
+    stats.clear()  # (describing it looked it up)
+    with pytest.raises(DataFileNotFoundError):
+        early.commit()
+    assert stats == [str(root / "gone.parquet")]
 
 
 def test_a_long_vacuum_renews_its_lease(
@@ -473,18 +608,23 @@ def _register(
         return "refused"
     except DataFileNotFoundError:  # the vacuum deleted an orphan before it was described
         return "not_found"
+    except SnapshotExpiredError:  # log cleanup passed its snapshot, and it may not move on
+        return "expired"
     return "committed"
 
 
-def race_rounds(root: Path, rounds: int, **options: Any) -> dict[str, int]:
+def race_rounds(
+    root: Path, rounds: int, configuration: dict[str, str] | None = None, **options: Any
+) -> dict[str, int]:
     """VACUUM and a commit of 30-day-old files started together, ``rounds`` times.
 
     The writer takes one of :data:`MODES` at random, and a random pause of up to 20 ms that
     spreads where its commit lands (it synchronises nothing). Counts outcomes, and live files
-    that are gone at the end.
+    that are gone at the end (and the oldest commit left, which shows whether log cleanup ran).
     """
-    DeltaTable.create(str(root), SCHEMA)
-    counts = {"committed": 0, "refused": 0, "not_found": 0, "deleted": 0, "skipped": 0}
+    DeltaTable.create(str(root), SCHEMA, configuration=configuration)
+    counts = {"committed": 0, "refused": 0, "not_found": 0, "expired": 0, "deleted": 0}
+    counts["skipped"] = 0
     rng = random.Random(29)
     for i in range(rounds):
         names = [_old(root, f"r{i}/f{j}.parquet", i) for j in range(3)]
@@ -500,16 +640,32 @@ def race_rounds(root: Path, rounds: int, **options: Any) -> dict[str, int]:
         counts["deleted"] += len(result.files)
         counts["skipped"] += len(result.to_json().get("skippedFiles", []))
     counts["missing_live"] = len(_missing_live(root))  # nothing is ever removed: all rounds
+    commits = [
+        n for n in os.listdir(root / "_delta_log") if n.endswith(".json") and "." not in n[:20]
+    ]
+    counts["oldest_commit"] = min(int(n[:20]) for n in commits)
     return counts
 
 
+#: Log cleanup after every other commit: it runs during the race.
+SHORT_LOG = {"delta.logRetentionDuration": "interval 0 seconds", "delta.checkpointInterval": "2"}
+
+
+@pytest.mark.parametrize(
+    "log", [None, SHORT_LOG], ids=["default-log-retention", "short-log-retention"]
+)
 @pytest.mark.parametrize(
     "options",
     [{}, {"retention_hours": 0, "enforce_retention_duration": False}],
     ids=["default-retention", "retention-0-unchecked"],
 )
-def test_race_vacuum_against_registering_old_files(tmp_path: Path, options: dict[str, Any]) -> None:
-    counts = race_rounds(tmp_path / "t", ROUNDS, **options)
+def test_race_vacuum_against_registering_old_files(
+    tmp_path: Path, options: dict[str, Any], log: dict[str, str] | None
+) -> None:
+    counts = race_rounds(tmp_path / "t", ROUNDS, log, **options)
     print(counts)
     assert counts["missing_live"] == 0, counts
-    assert counts["committed"] + counts["refused"] + counts["not_found"] == ROUNDS
+    outcomes = ("committed", "refused", "not_found", "expired")
+    assert sum(counts[o] for o in outcomes) == ROUNDS
+    assert log is not None or counts["expired"] == 0
+    assert log is None or counts["oldest_commit"] > 0  # cleanup ran

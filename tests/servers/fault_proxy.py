@@ -18,18 +18,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import random
-import socket
 import threading
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any
 
 import pytest
-from scripted_http import Recorded, read_body
+from scripted_http import LocalHTTPServer, Recorded, TrackedHandler, read_body
 
 from servers.fixtures import CloudTable, cloud_location
 
@@ -109,29 +105,10 @@ def random_faults(
     return rule
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    proxy: FaultProxy
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.proxy._connections.add(self.connection)
-
-    def finish(self) -> None:
-        self.server.proxy._connections.discard(self.connection)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(TrackedHandler):
     def _handle(self) -> None:
-        proxy = self.server.proxy
+        proxy = self.server.owner
+        assert isinstance(proxy, FaultProxy)
         body = read_body(self.rfile, self.headers)
         request = Recorded(
             self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
@@ -170,7 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = _handle
 
 
-class FaultProxy:
+class FaultProxy(LocalHTTPServer):
     """A proxy on a free port of 127.0.0.1 that forwards to ``upstream`` and injects faults.
 
     Args:
@@ -183,6 +160,8 @@ class FaultProxy:
         forwarded: How many requests reached the server.
     """
 
+    handler = _Handler
+
     def __init__(self, upstream: str, rule: Rule | None = None) -> None:
         parts = urllib.parse.urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname or not parts.port:
@@ -193,17 +172,7 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
         self._lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.proxy = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-
-    @property
-    def endpoint(self) -> str:
-        """``http://127.0.0.1:<port>`` of the proxy."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__()
 
     def _decide(self, request: Recorded) -> Fault | None:
         rule = self.rule
@@ -234,31 +203,6 @@ class FaultProxy:
             return 502, [("Content-Type", "text/plain")], f"proxy: {exc}".encode()
         finally:
             conn.close()
-
-    def start(self) -> FaultProxy:
-        """Start serving."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and drop every open connection."""
-        self._server.shutdown()
-        self._server.server_close()
-        for conn in list(self._connections):
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        self._thread.join()
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def proxied(options: dict[str, str], upstream: str, proxy: FaultProxy) -> dict[str, str]:

@@ -18,11 +18,8 @@ import pytest
 @pytest.mark.timeout(180)
 def test_four_processes_appending_while_cleanup_runs_lose_nothing(tmp_path: Path) -> None:
     outcome = cleanup_race.run(str(tmp_path / "t"), writers=4, appends=60, timeout=170)
-    assert not outcome.missing and not outcome.twice, outcome.line() + f" {outcome.missing[:5]}"
-    # A background checkpoint can move _last_checkpoint back to a checkpoint another writer's
-    # cleanup just deleted (its read-then-write is not atomic): a warning about the checkpoint
-    # pointer, not about commits, so it is left out here.
-    findings = [f for f in outcome.findings if "last-checkpoint-mismatch" not in f]
-    assert not findings, findings[:5]
+    # A _last_checkpoint moved back to a checkpoint cleanup removed is an info finding
+    # (stale-last-checkpoint), which `ok` allows: it harms no reader.
+    assert outcome.ok, outcome.line() + f" {outcome.missing[:5]} {outcome.findings[:5]}"
     assert not outcome.unknown, outcome.unknown[:3]
     assert outcome.acknowledged == 240 and outcome.version == 240, outcome.line()

@@ -11,13 +11,15 @@ withdraws the orphan, and moves a blind append on to the head, or raises
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from servers.fixtures import cloud_location
-from tableutil import commit_one, one_row_add
+from tableutil import commit_one, one_row_add, put_data_file
 
 import deltalog.write.commit as commit_module
 from deltalog import (
@@ -97,7 +99,7 @@ def test_blind_append_created_below_a_fresh_checkpoint_moves_to_the_head(
     writer = DeltaTable(uri, storage_options=options, background_checkpoints=False)
     between_check_and_create(_others_commit_checkpoint_and_clean(other, 2))
 
-    version = commit_one(writer, "a.parquet")
+    version = commit_one(writer, put_data_file(writer, "a.parquet"))
 
     # Not 2: version 2 is the other writer's, acknowledged to it and held by checkpoint 3.
     assert version == 4
@@ -235,53 +237,69 @@ def test_orphan_whose_store_said_taken_is_found_and_moved_on(
             raise FileAlreadyExistsError(path)
 
     monkeypatch.setattr(LocalLogStore, "write", write_then_say_taken)
-    assert commit_one(writer, "a.parquet") == 4
+    assert commit_one(writer, put_data_file(writer, "a.parquet")) == 4
     assert lied
     assert _paths(DeltaTable(uri)) == ["a.parquet", "b1.parquet", "b2.parquet", "b3.parquet"]
     assert check_table(uri, data_files=False).clean
 
 
 class CountingStore(LogStore):
-    """Delegates to a store and counts listings (the verification's only request)."""
+    """Delegates to a store and records every request: (kind, file name)."""
 
     def __init__(self, inner: LogStore) -> None:
         self.inner = inner
-        self.listings: list[str] = []
+        self.requests: list[tuple[str, str]] = []
+
+    def _note(self, kind: str, path: str) -> None:
+        self.requests.append((kind, path.rsplit("/", 1)[-1]))
 
     def read(self, path: str) -> bytes:
+        self._note("GET", path)
         return self.inner.read(path)
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        self._note("PUT", path)
         self.inner.write(path, data, overwrite=overwrite)
 
     def list_from(self, path: str) -> Iterator[FileStatus]:
-        self.listings.append(path.rsplit("/", 1)[-1])
+        self._note("LIST", path)
         return self.inner.list_from(path)
 
     def list_tree(self, path: str) -> Iterator[FileStatus]:
+        self._note("LIST", path)
         return self.inner.list_tree(path)
 
     def delete(self, path: str) -> None:
+        self._note("DELETE", path)
         self.inner.delete(path)
 
     def stat(self, path: str) -> FileStatus:
+        self._note("HEAD", path)
         return self.inner.stat(path)
 
+    def exists(self, path: str) -> bool:
+        self._note("HEAD", path)
+        return self.inner.exists(path)
 
-@pytest.mark.parametrize(
-    ("retention", "listings"), [("interval 30 days", 0), ("interval 0 seconds", 2)]
-)
-def test_verification_costs_one_listing_and_only_when_cleanup_may_have_passed(
-    tmp_path: Any, retention: str, listings: int
+
+@pytest.mark.parametrize("retention", ["interval 30 days", "interval 0 seconds"])
+def test_a_commit_costs_one_listing_before_and_one_after_only_when_cleanup_may_have_passed(
+    tmp_path: Any, retention: str
 ) -> None:
+    """Before the create, one listing from the previous version shows both that it exists and
+    that nothing after it does (no HEAD of the previous commit besides); after it, one listing
+    looks for a newer checkpoint. With a long retention neither is needed."""
     uri = str(tmp_path / "t")
-    DeltaTable.create(uri, SCHEMA, configuration={"delta.logRetentionDuration": retention})
+    config = {"delta.logRetentionDuration": retention, "delta.checkpointInterval": "100"}
+    DeltaTable.create(uri, SCHEMA, configuration=config)
     writer = DeltaTable(uri, background_checkpoints=False)
     counting = CountingStore(writer._storage.store)
     writer._storage.store = counting
     commit_one(writer, "a.parquet")
-    # With cleanup possible: the pre-check lists from 1 (as before) and the new check once more.
-    assert counting.listings == [_name(1)[:20]] * listings
+    expected = [("PUT", _name(1))]
+    if retention == "interval 0 seconds":
+        expected = [("LIST", _name(0)[:20]), *expected, ("LIST", _name(1)[:20])]
+    assert [r for r in counting.requests if not r[1].endswith(".crc")] == expected
 
 
 def _orphan_left_by_an_old_writer(uri: str) -> None:
@@ -329,6 +347,28 @@ def test_check_accepts_commits_below_a_checkpoint_that_holds_them(tmp_path: Any)
     assert "orphaned-commit" not in report.codes()
 
 
+def test_check_does_not_call_a_commit_lost_when_a_commit_that_explains_it_is_gone(
+    tmp_path: Any,
+) -> None:
+    """Commit 2 removes a.parquet, 3 adds it back; checkpoint 4 shows it live. With commit 3
+    gone (a hole: ``version-gap``), checkpoint 4 does not show that 2 is lost."""
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA)
+    table = DeltaTable(uri, background_checkpoints=False)
+    commit_one(table, "a.parquet")
+    with table.transaction("DELETE") as tx:
+        tx.remove("a.parquet")
+    commit_one(table, "a.parquet")
+    commit_one(table, "b.parquet")
+    table.checkpoint()  # version 4
+    storage = TableStorage.open(uri)
+    for v in (0, 1, 3):
+        storage.store.delete(storage.log_file(_name(v)))
+    codes = check_table(uri, data_files=False).codes()
+    assert "version-gap" in codes
+    assert "orphaned-commit" not in codes
+
+
 # ---------------------------------------------------------------------- the judgement itself
 def _view(**changes: Any) -> CheckpointView:
     fields: dict[str, Any] = {
@@ -345,7 +385,9 @@ def _view(**changes: Any) -> CheckpointView:
 
 
 def _judge(actions: list[Any], view: CheckpointView, **kw: Any) -> Verdict:
-    return judge(actions, view, "", tombstones_kept=kw.pop("kept", True), **kw)
+    # kept=False: so long after the commit that a tombstone may have expired (a week)
+    elapsed = 0 if kw.pop("kept", True) else 30 * 86_400_000
+    return judge(actions, view, "", elapsed_ms=elapsed, **kw)
 
 
 def test_judge_by_the_files_first() -> None:
@@ -362,16 +404,100 @@ def test_judge_by_the_files_first() -> None:
 
 def test_judge_removes_txns_and_metadata() -> None:
     remove = RemoveFile("f.parquet", deletion_timestamp=7)
+    every_later = LaterCommits(complete=True)
     assert _judge([remove], _view(tombstones={"f.parquet": 7})) is Verdict.LANDED
-    assert _judge([remove], _view(live={"f.parquet": (1, 0)})) is Verdict.ORPHANED
-    readded = LaterCommits(added={"f.parquet"})
-    assert _judge([remove], _view(live={"f.parquet": (1, 0)}), later=readded) is Verdict.UNKNOWN
+    live = _view(live={"f.parquet": (1, 0)})
+    assert _judge([remove], live, later=every_later) is Verdict.ORPHANED
+    readded = LaterCommits(added={"f.parquet"}, complete=True)
+    assert _judge([remove], live, later=readded) is Verdict.UNKNOWN
     txn = Txn("app", 5, last_updated=9)
     assert _judge([txn], _view(txns={"app": (5, 9)})) is Verdict.LANDED
-    assert _judge([txn], _view(txns={"app": (4, 1)})) is Verdict.ORPHANED
+    assert _judge([txn], _view(txns={"app": (4, 1)}), later=every_later) is Verdict.ORPHANED
     assert _judge([Metadata(id="m", configuration={})], _view()) is Verdict.LANDED
     assert _judge([Metadata(id="m", configuration={"k": "v"})], _view()) is Verdict.UNKNOWN
     info = make_commit_info(
         operation="VACUUM START", parameters={}, read_version=2, is_blind_append=True
     )
     assert _judge([info], _view()) is Verdict.LANDED  # nothing a checkpoint could show
+
+
+def test_judge_a_live_removed_file_or_lower_txn_tells_nothing_while_later_commits_are_gone() -> (
+    None
+):
+    """Cleanup removed some commits between: one of them may have re-added the file or
+    rewritten the app id's txn, so only the add rule (bounded by the tombstones) decides."""
+    remove = RemoveFile("f.parquet", deletion_timestamp=7)
+    assert _judge([remove], _view(live={"f.parquet": (1, 0)})) is Verdict.UNKNOWN
+    some_read = LaterCommits(removed={"g.parquet"})  # complete=False
+    assert _judge([remove], _view(live={"f.parquet": (1, 0)}), later=some_read) is Verdict.UNKNOWN
+    txn = Txn("app", 5, last_updated=9)
+    assert _judge([txn], _view(txns={"app": (4, 1)})) is Verdict.UNKNOWN
+    assert _judge([txn], _view(txns={"app": (4, 1)}), later=some_read) is Verdict.UNKNOWN
+    # A missing add stays decisive while no tombstone can have expired.
+    add = one_row_add("a.parquet")
+    assert _judge([remove, add], _view(live={"f.parquet": (1, 0)})) is Verdict.ORPHANED
+
+
+# ------------------------------------------- a legitimate commit is never judged an orphan
+def _restore_append_checkpoint_and_clean(
+    uri: str, keep: str
+) -> Callable[[LogStore, str, bytes], None]:
+    """After the DELETE's ``2.json`` is created: another writer restores ``a.parquet`` (3),
+    checkpoints, appends (4), checkpoints and cleans up the log. ``keep``'s modification time is
+    put an hour ahead first (log file times need not follow versions: another writer's clock
+    or upload), so cleanup deletes 0, 1 and 3 but leaves it."""
+
+    def run(store: LogStore, path: str, data: bytes) -> None:
+        other = DeltaTable(uri, background_checkpoints=False)
+        tx = other.transaction("RESTORE")
+        tx.add(one_row_add("a.parquet"))
+        assert tx.commit() == 3
+        other.checkpoint()
+        assert commit_one(other, "b.parquet") == 4
+        other.checkpoint()
+        if keep:
+            ahead = time.time() + 3600
+            os.utime(os.path.join(uri, "_delta_log", keep), (ahead, ahead))
+        deleted = other.cleanup_log()
+        assert _name(3) in deleted and (_name(2) in deleted) is not bool(keep), deleted
+
+    return run
+
+
+@pytest.mark.parametrize("keep", ["", _name(2)])
+def test_legit_commit_whose_later_commits_cleanup_removed_is_not_withdrawn(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, keep: str
+) -> None:
+    """Checkpoint 4 shows the file the DELETE removed live, and commit 3, which re-added it, is
+    gone: that cannot tell the DELETE's absence from a later re-add. It used to be judged an
+    orphan: its file deleted and the caller told "nothing was written" (re-running the DELETE
+    then removes the file the RESTORE brought back)."""
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA, configuration=NO_RETENTION)
+    writer = DeltaTable(uri, background_checkpoints=False)
+    assert commit_one(writer, "a.parquet") == 1
+    after_create = _restore_append_checkpoint_and_clean(uri, keep)
+    real_write = LocalLogStore.write
+
+    def write(self: LocalLogStore, path: str, data: bytes, **kw: Any) -> None:
+        real_write(self, path, data, **kw)
+        if path.endswith(_name(2)):
+            after_create(self, path, data)
+
+    monkeypatch.setattr(LocalLogStore, "write", write)
+    tx = writer.transaction("DELETE")
+    tx.remove(["a.parquet"])
+    with pytest.raises(CommitStatusUnknownError) as err:
+        tx.commit()
+    monkeypatch.undo()
+
+    assert err.value.version == 2
+    message = str(err.value)
+    assert "nothing was written" not in message and "cannot tell" in message
+    # It does not claim the commit is in the history either (it may not be).
+    assert "either way" not in message and "left in place" in message
+    storage = TableStorage.open(uri)
+    assert storage.store.exists(storage.log_file(_name(2))) is bool(keep)  # never deleted
+    assert _paths(DeltaTable(uri)) == ["a.parquet", "b.parquet"]
+    codes = check_table(uri, data_files=False).codes()
+    assert "orphaned-commit" not in codes  # below checkpoint 4, and held by it

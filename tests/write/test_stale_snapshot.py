@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 from servers.fixtures import cloud_location
-from tableutil import commit_one, log_names, one_row_add
+from tableutil import commit_one, log_names, one_row_add, put_data_file
 
 from deltalog import DeltaTable, RetryPolicy, SnapshotExpiredError, check_table
 
@@ -136,7 +136,7 @@ def test_stale_blind_append_lands_after_the_head(tmp_path, uri_kind: str) -> Non
     current.checkpoint()  # version 5
     assert f"{1:020d}.json" in current.cleanup_log()
 
-    assert commit_one(stale, "a0.parquet") == 6
+    assert commit_one(stale, put_data_file(stale, "a0.parquet")) == 6
     fresh = DeltaTable(uri)
     assert fresh.version() == 6
     assert sorted(fresh.files().column("path").to_pylist()) == sorted(
@@ -177,7 +177,7 @@ def test_blind_append_cleaned_up_during_its_backoff_lands_after_the_head(
         retry=_CleanupDuringBackoff(winner_moves_on_and_cleans_up),
     )
     commit_one(winner, "b1.parquet")  # takes version 1 from the loser
-    assert commit_one(loser, "a.parquet") == 4
+    assert commit_one(loser, put_data_file(loser, "a.parquet")) == 4
     fresh = DeltaTable(uri, storage_options=options)
     assert sorted(fresh.files().column("path").to_pylist()) == [
         "a.parquet",

@@ -1,29 +1,28 @@
-"""The ``deltalog`` command: inspect, check, checkpoint and vacuum a table.
+"""The ``deltalog`` command line: parser, entry point and the small commands.
 
 Every subcommand prints a readable report, or with ``--json`` exactly one JSON document on
-stdout. Errors print one line on stderr and exit with status 2 (bad input or corrupt table) or
-1 (anything unexpected is not caught: it is a bug and shows its traceback). ``check`` exits
-with 3 when it finds problems at or above ``--fail-on``.
+stdout. Exit status (:data:`EXIT_CODES`): 0 done; 2 bad input, a corrupt table or a storage
+failure (one line on stderr naming the error), and bad arguments; 3 ``check`` found problems at
+or above ``--fail-on``; 130 interrupted. Anything unexpected is not caught: it is a bug, shows
+its traceback and exits with 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import codecs
-import datetime as dt
 import sys
+import textwrap
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from deltalog.arrow import values as av
+import deltalog
+import deltalog.cli.files as files
+import deltalog.cli.history as history
+import deltalog.cli.text as text
 from deltalog.check import CheckReport, check_table
 from deltalog.errors import (
     CorruptLogError,
@@ -36,9 +35,21 @@ from deltalog.log.storage import TableStorage
 from deltalog.logstores.options import recording_option_reads, redact_uri, safe_option_name
 from deltalog.logstores.registry import is_builtin, scheme_of
 from deltalog.table import DeltaTable
-from deltalog.worker_pool import worker_pool
 
+EXIT_OK = 0
+EXIT_BUG = 1
 EXIT_ERROR = 2
+EXIT_FINDINGS = 3
+EXIT_INTERRUPTED = 130
+#: Exit status -> meaning (``deltalog --help`` and docs/cli.md list them).
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "done (check: no finding at or above --fail-on)",
+    EXIT_BUG: "an unexpected error, with its traceback: a bug in deltalog, please report it",
+    EXIT_ERROR: "bad arguments or input, a table that is not there or is corrupt, a storage "
+    "failure (one line on stderr: 'deltalog: error: <ErrorName>: <message>')",
+    EXIT_FINDINGS: "check found problems at or above --fail-on",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 
 def _open(args: argparse.Namespace) -> DeltaTable:
@@ -86,16 +97,6 @@ def _refuse_unused_options(args: argparse.Namespace) -> None:
         )
 
 
-def _ts(ms: Any) -> str:
-    if not isinstance(ms, int) or isinstance(ms, bool):
-        return "-"
-    try:
-        when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
-    except (ValueError, OverflowError, OSError):  # out of datetime's range
-        return f"{ms} ms"
-    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-
-
 def _schema_json(schema_string: str | None) -> Any:
     """The table schema as JSON; a schema string that is not JSON is a corrupt log."""
     if not schema_string:
@@ -140,7 +141,7 @@ def _describe(table: DeltaTable) -> dict[str, Any]:
 def _print_describe(doc: dict[str, Any]) -> None:
     p, m = doc["protocol"], doc["metadata"]
     print(f"table:       {doc['table']}")
-    print(f"version:     {doc['version']}  ({_ts(doc['timestamp'])})")
+    print(f"version:     {doc['version']}  ({text.timestamp(doc['timestamp'])})")
     features = ""
     if p["readerFeatures"] or p["writerFeatures"]:
         features = (
@@ -152,7 +153,8 @@ def _print_describe(doc: dict[str, Any]) -> None:
     if m["name"]:
         print(f"name:        {m['name']}")
     print(f"partitioned: {', '.join(m['partitionColumns']) or '(not partitioned)'}")
-    print(f"files:       {doc['numFiles']}  ({doc['sizeInBytes']:,} bytes)")
+    size = doc["sizeInBytes"]
+    print(f"files:       {doc['numFiles']}  ({text.human_size(size)}; {size:,} bytes)")
     if m["configuration"]:
         print("properties:")
         for k, v in sorted(m["configuration"].items()):
@@ -168,136 +170,6 @@ def _print_describe(doc: dict[str, Any]) -> None:
         print(f"  {f.get('name')}: {shown}{null}")
 
 
-#: Rows converted and written at a time by ``files``: output streams, memory stays bounded.
-_BATCH = 50_000
-_FILE_COLUMNS = ["path", "size", "partition_values", "modification_time", "data_change", "stats"]
-_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: Arrow and datetime format alike
-
-
-def _batches(files: pa.Table) -> Iterator[pa.RecordBatch]:
-    yield from files.to_batches(max_chunksize=_BATCH)
-
-
-T = TypeVar("T")
-
-
-def _ahead(make: Callable[[pa.RecordBatch], T], batches: Iterator[pa.RecordBatch]) -> Iterator[T]:
-    """``make`` of each batch, in order, built by the worker pool a few batches ahead.
-
-    Arrow's kernels release the GIL, so lines are built on other cores while the previous
-    ones are written; at most :data:`_AHEAD` batches wait, so memory stays bounded.
-    """
-    pending: deque[Future[T]] = deque()
-    for batch in batches:
-        pending.append(worker_pool().submit(make, batch))
-        if len(pending) > _AHEAD:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
-
-
-_AHEAD = 2
-
-
-def _file_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = batch.select(_FILE_COLUMNS).to_pylist()
-    for row in rows:
-        row["partition_values"] = dict(row["partition_values"] or [])
-    return rows
-
-
-def _stamps(ms: pa.Array) -> pa.Array:
-    """:func:`_ts` of each value, formatted by Arrow where every value is in its range.
-
-    Constants are Arrow scalars (:mod:`deltalog.arrow.values`): a Python value handed to a
-    kernel would make pyarrow import pandas, a fifth of the command's time on a big table.
-    """
-    in_range = pc.and_(pc.greater_equal(ms, av.int64(0)), pc.less_equal(ms, av.int64(_MAX_MS)))
-    if len(ms) and pc.all(in_range).as_py():
-        # Arrow's text form of a timestamp is _ts's without the zone: 2023-11-14 22:13:20.123
-        # (a zone-aware cast would give the Z too, but looks the zone up row by row: 20x slower).
-        text = ms.cast(pa.timestamp("ms")).cast(pa.string())
-        joined = pc.binary_join_element_wise(text, av.string("Z"), av.string(""))
-        return pc.fill_null(joined, av.string("-"))
-    return pa.array([_ts(m) for m in ms.to_pylist()], pa.string())
-
-
-_GROUP = 1000
-_MAX_GROUPED = 10**12  # four groups of digits: enough for any file size in practice
-
-
-def _sizes(sizes: pa.Array) -> pa.Array:
-    """``f"{n:>12,}"`` of each size, built by Arrow kernels when every size is in range."""
-    values = sizes.cast(pa.int64())
-    if values.null_count or (
-        len(values)
-        and not pc.all(
-            pc.and_(pc.greater_equal(values, av.int64(0)), pc.less(values, av.int64(_MAX_GROUPED)))
-        ).as_py()
-    ):
-        return pa.array([f"{n:>12,}" for n in sizes.to_pylist()], pa.string())
-    group = av.int64(_GROUP)
-    groups = []  # least significant first: n % 1000, n // 1000 % 1000, ...
-    rest = values
-    for _ in range(4):
-        groups.append(pc.subtract(rest, pc.multiply(pc.divide(rest, group), group)))
-        rest = pc.divide(rest, group)
-    plain = [g.cast(pa.string()) for g in groups]
-    padded = [pc.utf8_lpad(t, width=3, padding="0") for t in plain]
-    text = plain[0]
-    for k in range(1, 4):  # with k+1 groups: the top one unpadded, the others padded
-        joined = pc.binary_join_element_wise(plain[k], *reversed(padded[:k]), av.string(","))
-        text = pc.if_else(pc.greater_equal(values, av.int64(_GROUP**k)), joined, text)
-    return pc.utf8_lpad(text, width=12, padding=" ")
-
-
-def _line_array(batch: pa.RecordBatch) -> pa.Array:
-    """``files``'s text line of each row (newline included), built column by column."""
-    stamps = _stamps(batch.column("modification_time"))
-    pv = batch.column("partition_values")
-    # A slice's offsets index the whole child arrays: pair them with the unsliced keys/items.
-    pairs = pc.binary_join_element_wise(
-        pv.keys, pc.fill_null(pv.items, av.string("None")), av.string("=")
-    )
-    parts = pc.binary_join(pa.ListArray.from_arrays(pv.offsets, pairs), av.string(","))
-    return pc.binary_join_element_wise(
-        _sizes(batch.column("size")),
-        stamps,
-        batch.column("path"),
-        pc.binary_join_element_wise(
-            pc.fill_null(parts, av.string("")), av.string("\n"), av.string("")
-        ),
-        av.string("  "),
-    )
-
-
-def _joined(lines: pa.Array) -> pa.Buffer:
-    """The lines as one buffer (one copy, no Python object per line)."""
-    if not len(lines):
-        return pa.py_buffer(b"")
-    whole = pc.binary_join(
-        pa.ListArray.from_arrays(av.int32s([0, len(lines)]), lines), av.string("")
-    )
-    scalar = whole[0]
-    assert isinstance(scalar, pa.StringScalar)
-    buffer = scalar.as_buffer()
-    return buffer if buffer is not None else pa.py_buffer(b"")
-
-
-def _utf8(stream: Any) -> bool:
-    """Whether ``stream`` encodes text as UTF-8 (then its bytes may be written directly)."""
-    encoding = getattr(stream, "encoding", None)
-    try:
-        return isinstance(encoding, str) and codecs.lookup(encoding).name == "utf-8"
-    except LookupError:
-        return False
-
-
-def _file_lines(batch: pa.RecordBatch) -> str:
-    """``files``'s text lines of a batch."""
-    return _joined(_line_array(batch)).to_pybytes().decode() if batch.num_rows else ""
-
-
 def cmd_describe(args: argparse.Namespace) -> None:
     """``deltalog describe``."""
     doc = _describe(_open(args))
@@ -308,30 +180,8 @@ def cmd_describe(args: argparse.Namespace) -> None:
 
 
 def cmd_files(args: argparse.Namespace) -> None:
-    """``deltalog files``: streamed in batches (text mode never reads statistics)."""
-    table = _open(args)
-    out = sys.stdout
-    if args.json:
-        head = orjson.dumps({"table": table.uri, "version": table.version()})[:-1]
-        out.write(head.decode() + ',"files":[')
-        sep = "\n"
-        for batch in _batches(table.files()):
-            for row in _file_rows(batch):
-                out.write(sep + orjson.dumps(row).decode())
-                sep = ",\n"
-        out.write("\n]}\n")
-        return
-    files = table.files(with_stats=False)
-    binary = getattr(out, "buffer", None) if _utf8(out) else None
-    batches = (b for b in _batches(files) if b.num_rows)
-    if binary is None:
-        for text in _ahead(_file_lines, batches):
-            out.write(text)
-    else:
-        for buffer in _ahead(lambda b: _joined(_line_array(b)), batches):
-            out.flush()
-            binary.write(buffer)
-    out.write(f"{files.num_rows} files at version {table.version()}\n")
+    """``deltalog files``: streamed in batches (text mode reads statistics only for --stats)."""
+    files.run(_open(args), args)
 
 
 def cmd_history(args: argparse.Namespace) -> None:
@@ -340,12 +190,60 @@ def cmd_history(args: argparse.Namespace) -> None:
     if args.json:
         _emit({"table": args.table, "history": entries})
         return
-    for e in entries:
-        params = e.get("operationParameters") or {}
-        shown = ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
-        print(
-            f"{e['version']:>6}  {_ts(e.get('timestamp'))}  {e.get('operation', '-'):<14} {shown}"
-        )
+    for line in history.lines(entries):
+        print(line)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """``deltalog report``: the table's page (or with --json its numbers)."""
+    from deltalog.report import build_report, render_html  # loaded only for this command
+
+    report = build_report(
+        args.table,
+        _options(args.option or []),
+        commits=args.commits,
+        small_file_size_bytes=args.small_file_size,
+        check=not args.no_check,
+        data_files=not args.no_data_files,
+    )
+    if args.json:
+        _emit(report.to_json())
+        return
+    page = render_html(report)
+    if args.output == "-":
+        sys.stdout.write(page)
+        return
+    try:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(page)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the report to {args.output}: {exc}") from exc
+    found = ""
+    if report.check is not None:
+        s = report.check.summary()
+        found = f"; check: {s['error']} errors, {s['warning']} warnings"
+    print(
+        f"wrote {args.output} ({text.human_size(len(page.encode()))}): version "
+        f"{report.version}, {report.files.num_files:,} files, {len(report.commits):,} of "
+        f"{report.commits_total:,} commits{found}"
+    )
+
+
+def cmd_package_zip(args: argparse.Namespace) -> None:
+    """``deltalog package-zip``: the package as a zip for Spark's executors."""
+    from deltalog.spark.shipping import package_zip  # needs the spark extra, as shipping does
+
+    path = package_zip(args.output or f"deltalog-{deltalog.__version__}.zip")
+    size = path.stat().st_size
+    if args.json:
+        _emit({"path": str(path), "size": size, "version": deltalog.__version__})
+        return
+    print(
+        f"wrote {path} ({text.human_size(size)}): deltalog {deltalog.__version__} for Spark's "
+        f"executors; ship it with spark-submit --py-files {path} (or "
+        f"spark.sparkContext.addPyFile({str(path)!r})); the executors' Python needs pyarrow, "
+        "orjson and pandas"
+    )
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> None:
@@ -483,8 +381,10 @@ def cmd_vacuum(args: argparse.Namespace) -> None:
     what = "would delete" if result.dry_run else "deleted"
     print(
         f"{result.mode} vacuum of {table.uri} at version {result.version} {what} "
-        f"{result.num_files:,} files ({result.size_in_bytes:,} bytes) older than {hours:g} hours"
-        f" (before {_ts(result.delete_before_ms)}), {len(result.log_temp_files)} log temp files"
+        f"{result.num_files:,} file{'' if result.num_files == 1 else 's'} "
+        f"({result.size_in_bytes:,} bytes) older than {hours:g} hours"
+        f" (before {text.timestamp(result.delete_before_ms)}), "
+        f"{len(result.log_temp_files)} log temp files"
     )
     if result.dry_run:
         print("dry run: nothing was deleted; run again with --yes to delete")
@@ -499,49 +399,154 @@ def _emit(doc: Any) -> None:
     sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps each paragraph of a description; keeps indented lines (the exit codes) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in text.split("\n\n"):
+            if "\n " in paragraph:
+                paragraphs.append("\n".join(indent + line for line in paragraph.splitlines()))
+            else:
+                words = " ".join(paragraph.split())
+                paragraphs.append(
+                    textwrap.fill(words, width, initial_indent=indent, subsequent_indent=indent)
+                )
+        return "\n\n".join(paragraphs)
+
+
+def _epilog() -> str:
+    codes = "\n".join(
+        textwrap.fill(meaning, 79, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+        for code, meaning in EXIT_CODES.items()
+    )
+    return f"exit status:\n{codes}\n\nSee docs/cli.md, and deltalog COMMAND --help."
+
+
+def _table_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "table", help="table location: a path, file://, s3://, gs://, az://, abfs[s]://, ..."
+    )
+
+
+def _json_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document instead of text"
+    )
+
+
+def _version_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--version", type=int, metavar="N", help="read version N instead of the latest"
+    )
+
+
+def _command(
+    sub: Any, name: str, summary: str, description: str, parents: list[argparse.ArgumentParser]
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        parents=parents,
+        help=summary,
+        description=description,
+        epilog=_epilog(),
+        formatter_class=_HelpFormatter,
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
-    parser = argparse.ArgumentParser(prog="deltalog", description="Inspect Delta tables.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="deltalog",
+        description="Inspect, check and maintain Delta tables (local paths, s3://, gs://, "
+        "az://, ...). Each command reads the table's transaction log through deltalog's log "
+        "stores; only vacuum --yes and checkpoint write to it.",
+        epilog=_epilog(),
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"deltalog {deltalog.__version__}",
+        help="print deltalog's version and exit",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument(
         "-o",
         "--option",
         action="append",
         metavar="KEY=VALUE",
-        help="storage option, e.g. -o s3.commit_protocol=conditional-put (repeatable)",
+        help="storage option, e.g. -o s3.endpoint=http://127.0.0.1:9000 (repeatable); an "
+        "option the table's store does not read is an error",
     )
 
-    describe = sub.add_parser(
-        "describe", parents=[store], help="version, protocol, schema and size of a table"
+    describe = _command(
+        sub,
+        "describe",
+        "version, protocol, schema and size of a table",
+        "Print a table's version and commit time, its protocol (reader and writer versions, "
+        "features), id, partition columns, properties, schema, and the number and total size "
+        "of its live files.",
+        [store],
     )
-    describe.add_argument("table")
-    describe.add_argument("--version", type=int)
-    describe.add_argument("--json", action="store_true")
+    _table_argument(describe)
+    _version_argument(describe)
+    _json_argument(describe)
     describe.set_defaults(func=cmd_describe)
 
-    files = sub.add_parser("files", parents=[store], help="live data files of a table")
-    files.add_argument("table")
-    files.add_argument("--version", type=int)
-    files.add_argument("--json", action="store_true")
-    files.set_defaults(func=cmd_files)
+    listing = _command(
+        sub,
+        "files",
+        "live data files: size, time, partition, path (--stats: statistics)",
+        "List the live data files of a table as a table: size, modification time (UTC), "
+        "partition values and path, then the number of files and their total size. --stats "
+        "adds each file's row count and every column's minimum, maximum and null count from "
+        "the log's statistics. --json gives every file with its statistics parsed.",
+        [store],
+    )
+    _table_argument(listing)
+    _version_argument(listing)
+    listing.add_argument(
+        "--stats",
+        action="store_true",
+        help="add the row count and min/max/null count of each column (reads the statistics)",
+    )
+    listing.add_argument(
+        "--bytes", action="store_true", help="exact sizes in bytes instead of KiB, MiB, GiB"
+    )
+    _json_argument(listing)
+    listing.set_defaults(func=cmd_files)
 
-    history = sub.add_parser("history", parents=[store], help="commits, newest first")
-    history.add_argument("table")
-    history.add_argument("--limit", type=int)
-    history.add_argument("--json", action="store_true")
-    history.set_defaults(func=cmd_history)
+    commits = _command(
+        sub,
+        "history",
+        "commits, newest first, with their operation metrics",
+        "List the commits of a table, newest first: version, timestamp (UTC), operation, "
+        "files added and removed, rows and bytes written (from the commit's operation "
+        "metrics; - where the writer recorded none) and the operation's parameters. Only the "
+        "commitInfo line of each listed commit is read.",
+        [store],
+    )
+    _table_argument(commits)
+    commits.add_argument(
+        "--limit", type=int, metavar="N", help="only the N newest commits (default: all)"
+    )
+    _json_argument(commits)
+    commits.set_defaults(func=cmd_history)
 
-    check = sub.add_parser(
+    check = _command(
+        sub,
         "check",
-        parents=[store],
-        help="validate the log, checkpoints and data files; exit 3 on findings",
-        description="Validate a table: contiguous versions, valid commits, checkpoints equal to "
+        "validate the log, checkpoints and data files; exit 3 on findings",
+        "Validate a table: contiguous versions, valid commits, checkpoints equal to "
         "replay, _last_checkpoint, data files present with their sizes, stats, features, "
         "paths. Exit status: 0 clean, 3 findings at or above --fail-on, 2 cannot check.",
+        [store],
     )
-    check.add_argument("table")
-    check.add_argument("--json", action="store_true")
+    _table_argument(check)
+    _json_argument(check)
     check.add_argument(
         "--fail-on",
         choices=["error", "warning", "info"],
@@ -555,16 +560,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(func=cmd_check)
 
-    vacuum = sub.add_parser(
+    vacuum = _command(
+        sub,
         "vacuum",
-        parents=[store],
-        help="delete data files the table no longer needs (dry run unless --yes)",
-        description="Delete data files that the latest version does not reference and that "
+        "delete data files the table no longer needs (dry run unless --yes)",
+        "Delete data files that the latest version does not reference and that "
         "are older than the retention (default: the table's delta.deletedFileRetentionDuration, "
         "one week unless set). Without --yes this is a dry run that lists what would go. "
         "A real run records VACUUM START and VACUUM END commits.",
+        [store],
     )
-    vacuum.add_argument("table")
+    _table_argument(vacuum)
     vacuum.add_argument(
         "--retain", type=float, metavar="HOURS", help="retention in hours (RETAIN n HOURS)"
     )
@@ -585,20 +591,94 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a retention shorter than the table's (only when nothing else uses it)",
     )
-    vacuum.add_argument("--json", action="store_true")
+    _json_argument(vacuum)
     vacuum.set_defaults(func=cmd_vacuum)
 
-    checkpoint = sub.add_parser(
-        "checkpoint", parents=[store], help="write a checkpoint of the latest version"
+    page = _command(
+        sub,
+        "report",
+        "one self-contained HTML page: timeline, file sizes, partitions, health, findings",
+        "Write one HTML page about the table, self-contained (inline SVG, no script, nothing "
+        "fetched): the commit timeline (operation, files and bytes added and removed per "
+        "version, engines), the file-size histogram and small files, partition skew, "
+        "checkpoint and retention health, deletion vectors, and check's findings. Storage "
+        "options are given with --option (-o is the output file here).",
+        [],
     )
-    checkpoint.add_argument("table")
-    checkpoint.add_argument("--json", action="store_true")
+    _table_argument(page)
+    page.add_argument(
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="where to write the page (default: report.html; - for stdout)",
+    )
+    page.add_argument(
+        "--commits",
+        type=int,
+        default=100,
+        metavar="N",
+        help="how many of the newest commits the timeline reads (default: 100)",
+    )
+    page.add_argument(
+        "--small-file-size",
+        type=int,
+        metavar="BYTES",
+        help="files below this size count as small (default: a quarter of the table's "
+        "delta.targetFileSize, else 32 MiB)",
+    )
+    page.add_argument("--no-check", action="store_true", help="leave out check's findings (faster)")
+    page.add_argument(
+        "--no-data-files",
+        action="store_true",
+        help="run check on the log only, without listing the data files",
+    )
+    page.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="storage option, e.g. --option s3.endpoint=http://127.0.0.1:9000 (repeatable)",
+    )
+    _json_argument(page)
+    page.set_defaults(func=cmd_report)
+
+    shipping = _command(
+        sub,
+        "package-zip",
+        "deltalog as a zip for Spark's executors (--py-files, addPyFile)",
+        "Write the installed deltalog package as a zip for Spark's executors, to ship with "
+        "spark-submit --py-files deltalog.zip or spark.sparkContext.addPyFile(...): PySpark "
+        "puts only .zip, .egg and .jar files on the executors' Python path (not a .whl). The "
+        "executors' Python still needs pyarrow, orjson and pandas. Needs the spark extra "
+        "(PySpark) on this machine. See docs/cluster.md for the other ways.",
+        [],
+    )
+    shipping.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write the zip (default: deltalog-<version>.zip here)",
+    )
+    _json_argument(shipping)
+    shipping.set_defaults(func=cmd_package_zip)
+
+    checkpoint = _command(
+        sub,
+        "checkpoint",
+        "write a checkpoint of the latest version",
+        "Write a checkpoint of the table's latest version (<version>.checkpoint.parquet) and "
+        "point _last_checkpoint at it, so readers replay from there instead of from the "
+        "first commit. Prints its version, files, actions and size.",
+        [store],
+    )
+    _table_argument(checkpoint)
+    _json_argument(checkpoint)
     checkpoint.set_defaults(func=cmd_checkpoint)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``deltalog`` console script."""
+    """Entry point of the ``deltalog`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         _refuse_unused_options(args)
@@ -608,9 +688,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"deltalog: error: {type(exc).__name__}: {message}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
-        return 0
-    return status if isinstance(status, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("deltalog: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return status if isinstance(status, int) else EXIT_OK

@@ -1,0 +1,7 @@
+"""``python -m deltalog``: the ``deltalog`` command."""
+
+import sys
+
+from deltalog.cli.commands import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""Getting deltalog onto Spark's executors: the package as a zip, and what to say when it is not.
+
+``deltalog.spark.write`` runs a function in the executors' Python workers, which import
+deltalog (and pyarrow, orjson) there. Three ways work (``docs/cluster.md``; tested on a
+standalone master and worker in ``tests/spark/test_cluster_shipping.py``):
+
+- deltalog installed in the executors' Python (the cluster's image, or locally
+  ``PYSPARK_PYTHON`` set to the driver's Python);
+- the package shipped as a **zip**: ``spark.sparkContext.addPyFile(package_zip())``,
+  ``--py-files deltalog.zip`` or ``spark.submit.pyFiles``, where the executors' Python has
+  pyarrow, orjson and pandas. PySpark puts only ``.zip``, ``.egg`` and ``.jar`` files on the
+  workers' ``sys.path``: a wheel given to ``--py-files`` is copied over and never imported;
+- a packed virtualenv (venv-pack) with ``spark.archives`` and ``spark.pyspark.python``.
+
+deltalog is pure Python, so :func:`package_zip` zips the installed package as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import deltalog
+
+#: Date stamped on every entry, so the same package always gives the same zip.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+#: What a Python worker's failure says when the executors lack deltalog or what it needs.
+_MISSING = re.compile(r"No module named '(deltalog|orjson|pyarrow)[.']")
+
+
+def package_zip(path: str | os.PathLike[str] | None = None) -> Path:
+    """Zip the installed deltalog package for the executors (``--py-files``, ``addPyFile``).
+
+    The zip holds ``deltalog/`` at its top level, as zipimport needs, with every module and
+    ``py.typed``; byte code and caches are left out, and entries are written in a fixed order
+    with a fixed date, so the same package gives the same bytes. The executors still need
+    pyarrow, orjson and pandas (PySpark's ``mapInArrow`` needs it) in their own Python.
+
+    Args:
+        path: Where to write it (default: ``deltalog-<version>.zip`` in a new temporary
+            directory).
+
+    Returns:
+        The zip's path.
+    """
+    package = Path(deltalog.__file__).resolve().parent
+    out = (
+        Path(tempfile.mkdtemp(prefix="deltalog-zip-")) / f"deltalog-{deltalog.__version__}.zip"
+        if path is None
+        else Path(path)
+    )
+    entries: list[tuple[str, Path]] = []
+    # followlinks: in a source checkout logstores/ and checkpoints/ are symlinked in.
+    for folder, dirs, files in os.walk(package, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        relative = Path(folder).relative_to(package)
+        for name in sorted(files):
+            if name.endswith(".py") or name == "py.typed":
+                entries.append((str(Path("deltalog", relative, name)), Path(folder, name)))
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for arcname, source in entries:
+            info = zipfile.ZipInfo(arcname, date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, source.read_bytes())
+    return out
+
+
+def missing_on_executors(error: str) -> str | None:
+    """The module the executors could not import, if that is what ``error`` says."""
+    found = _MISSING.search(error)
+    return found.group(1) if found else None
+
+
+def _shipped_wheels(spark: Any) -> list[str]:
+    try:
+        listed = str(spark.conf.get("spark.submit.pyFiles", "") or "")
+    except Exception:  # Spark Connect refuses some static confs: no hint then
+        return []
+    return [f for f in listed.split(",") if f.strip().endswith(".whl")]
+
+
+def executor_import_hint(spark: Any, module: str, uri: str) -> str:
+    """What to do when Spark's Python workers cannot import ``module``."""
+    try:
+        master = str(spark.sparkContext.master)
+    except Exception:  # Spark Connect has no SparkContext
+        master = ""
+    if module != "deltalog":
+        head = (
+            f"Spark's Python workers cannot import {module} (deltalog needs it on the "
+            f"executors), so the job writing to {uri} failed before writing anything: "
+        )
+    else:
+        head = (
+            "Spark's Python workers cannot import deltalog, so the job writing to "
+            f"{uri} failed before writing anything: "
+        )
+    if master.startswith("local"):
+        return head + (
+            "in local mode Spark starts its workers with whatever python3 is on PATH; set "
+            f"PYSPARK_PYTHON={sys.executable} (the Python that has deltalog) before the "
+            "session starts"
+        )
+    advice = head + (
+        "install deltalog[spark] in the executors' Python (the cluster's image), or ship it: "
+        "spark.sparkContext.addPyFile(str(deltalog.spark.package_zip())), or --py-files with "
+        "the zip `deltalog package-zip` writes (the executors then need pyarrow, orjson and "
+        "pandas), or a packed virtualenv with spark.archives (docs/cluster.md)"
+    )
+    wheels = _shipped_wheels(spark)
+    if wheels:
+        advice += (
+            f"; spark.submit.pyFiles names {', '.join(w.strip() for w in wheels)}: PySpark "
+            "puts only .zip, .egg and .jar files on the workers' path, so a wheel is never "
+            "imported there"
+        )
+    return advice
