@@ -24,6 +24,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.arrow import columns as arrow_columns
+from deltalog.arrow import values as arrow_values
+
 __all__ = [
     "ALONE_REASON",
     "DEFAULT_TARGET_FILE_SIZE",
@@ -145,7 +148,7 @@ def plan_bins(
             than this share of its rows is a candidate whatever its size.
     """
     dv = files.column("deletion_vector").is_valid()
-    small = pc.less(files.column("size"), minimum)
+    small = pc.less(files.column("size"), arrow_values.int64(minimum))  # (no pandas import)
     skipped: list[SkippedFile] = []
     if applies_deletion_vectors:
         many_deleted = _many_deleted(files, max_deleted_rows_ratio)
@@ -165,7 +168,7 @@ def plan_bins(
     for indexes in groups.values():
         for members in _pack(sorted(indexes, key=lambda i: sizes[i]), sizes, target):
             if len(members) > 1:
-                bins.append(candidates.take(pa.array(members, pa.int64())))
+                bins.append(candidates.take(arrow_columns.column(members, pa.int64())))
             else:
                 row = candidates.slice(members[0], 1).select(["path", "partition_values", "size"])
                 skipped.append(_skip(row.to_pylist()[0], ALONE_REASON))
@@ -185,7 +188,7 @@ def _many_deleted(files: pa.Table, ratio: float) -> pa.Array:
         records = _num_records(row.get("stats"))
         deleted = int(dv.get("cardinality") or 0)
         out.append(records is None or (records > 0 and deleted / records > ratio))
-    return pa.array(out, pa.bool_())
+    return arrow_columns.bools(out)  # (pa.array would import pandas)
 
 
 def _num_records(stats: str | None) -> int | None:
