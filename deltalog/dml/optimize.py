@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -31,6 +31,7 @@ from deltalog.errors import CommitStatusUnknownError, InvalidInputError, Storage
 from deltalog.protocol.actions import AddFile
 from deltalog.protocol.column_mapping import physical_name
 from deltalog.protocol.paths import decode_path
+from deltalog.read import read_files_together
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import TRUE, matches, partition_table, validate
 from deltalog.write.compaction import (
@@ -155,18 +156,33 @@ def compact(
     writers: list[DataWriter] = []
     try:
         for members in bins:
-            writer = DataWriter(
-                table._storage.store,
-                table._storage.root,
-                schema,
-                partition_columns,
-                snapshot.configuration,
-                options=ParquetOptions(target_file_size=2 * target),
-                data_change=False,
-            )
-            writers.append(writer)
-            for _file, found in scan_files(table._storage, snapshot, members):
-                writer.write(found.rows)
+
+            def new_writer() -> DataWriter:
+                writer = DataWriter(
+                    table._storage.store,
+                    table._storage.root,
+                    schema,
+                    partition_columns,
+                    snapshot.configuration,
+                    options=ParquetOptions(target_file_size=2 * target),
+                    data_change=False,
+                )
+                writers.append(writer)
+                return writer
+
+            writer = new_writer()
+            together = read_files_together(table._storage, snapshot, members)
+            if together is not None:
+                try:
+                    for rows in together:
+                        writer.write(rows)
+                except (pa.ArrowException, OSError):  # read them one by one: names the problem
+                    writer.abort()
+                    writer = new_writer()
+                    together = None
+            if together is None:
+                scanned = scan_files(table._storage, snapshot, members)
+                _write_buffered(writer, (found.rows for _, found in scanned))
             adds += writer.close()
         tx.track_files_read(rewritten, predicate=predicate)
         tx.remove(rewritten, data_change=False)
@@ -199,6 +215,24 @@ def compact(
         bins=len(bins),
         metrics=metrics,
     )
+
+
+#: Rows gathered from small files before one write (a write per small file costs ~1 ms).
+WRITE_ROWS = 1 << 17
+
+
+def _write_buffered(writer: DataWriter, tables: Iterable[pa.Table]) -> None:
+    """Write ``tables`` in order, many small ones concatenated into one write."""
+    buffered: list[pa.Table] = []
+    rows = 0
+    for table in tables:
+        if buffered and (rows >= WRITE_ROWS or table.schema != buffered[0].schema):
+            writer.write(pa.concat_tables(buffered).combine_chunks())
+            buffered, rows = [], 0
+        buffered.append(table)
+        rows += table.num_rows
+    if buffered:
+        writer.write(pa.concat_tables(buffered).combine_chunks())
 
 
 def _delete(table: TableHandle, writers: Sequence[DataWriter], adds: list[AddFile]) -> None:

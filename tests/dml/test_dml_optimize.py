@@ -154,3 +154,70 @@ def test_a_concurrent_delete_of_a_compacted_file_conflicts(
         table.optimize()
     assert data_files(table.uri) == on_disk  # the compacted files were deleted
     assert sorted(r["p"] for r in rows(table.uri)) == ["b"] * 20
+
+
+@pytest.mark.parametrize("mapping", ["none", "name"])
+def test_columns_added_later_and_column_mapping_are_read_right(
+    tmp_path: Path, mapping: str
+) -> None:
+    root = tmp_path / "t"
+    config = {"delta.columnMapping.mode": mapping}
+    write_table(str(root), pa.table({"id": [1, 2], "w": ["x", "y"]}), configuration=config)
+    write_table(str(root), pa.table({"id": [3], "w": ["z"], "n": [7]}), mode="append",
+                schema_mode="merge")  # fmt: skip
+    write_table(str(root), pa.table({"id": [4], "w": pa.array([None], pa.string()), "n": [8]}),
+                mode="append")  # fmt: skip
+    table = DeltaTable(str(root))
+    before = rows(table.uri)
+    assert table.optimize().files_removed == 3
+    assert rows(table.uri) == before == rs_rows(table.uri)
+    assert [r["n"] for r in before] == [None, None, 7, 8]
+
+
+def test_a_file_the_multi_file_scan_cannot_read_is_read_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _small_files(tmp_path / "t", count=4)
+    before = rows(table.uri)
+    on_disk = data_files(table.uri)
+    real = optimize_module.read_files_together
+
+    def failing_midway(*args: Any, **kwargs: Any) -> Any:
+        together = real(*args, **kwargs)
+        assert together is not None
+
+        def batches() -> Any:
+            yield from together
+            raise pa.ArrowInvalid("injected: a file does not fit the first one")
+
+        return batches()
+
+    monkeypatch.setattr(optimize_module, "read_files_together", failing_midway)
+    result = table.optimize()
+    assert result.files_removed == 8 and result.files_added == 2
+    assert rows(table.uri) == before == rs_rows(table.uri)
+    assert len(data_files(table.uri)) == len(on_disk) + 2  # the aborted writer left nothing
+
+
+def test_a_column_mapped_table_is_read_in_one_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(tmp_path / "t")
+    config = {"delta.columnMapping.mode": "name"}
+    for i in range(3):
+        data = pa.table({"id": [i], "w": [f"v{i}"], "t": pa.array([i], pa.timestamp("us", "UTC"))})
+        write_table(root, data, mode="append", configuration=config if i == 0 else None)
+    table = DeltaTable(root)
+    before = rows(table.uri)
+    scans: list[int] = []
+    real = optimize_module.read_files_together
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        together = real(*args, **kwargs)
+        scans.append(together is not None)
+        return together
+
+    monkeypatch.setattr(optimize_module, "read_files_together", counted)
+    assert table.optimize().files_removed == 3
+    assert scans == [True]
+    assert rows(table.uri) == before == rs_rows(table.uri)
