@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.arrow import columns as arrow_columns
 from deltalog.arrow import values as av
 from deltalog.errors import InvalidPredicateError, MultipleSourceRowMatchError
 from deltalog.read import FileRows
@@ -161,8 +162,11 @@ def _join(plan: MergePlan, target: _Target) -> pa.Table:
         scope = Scope({plan.target_alias: target.rows})
         mask = pc.fill_null(evaluate_condition(_all(plan.target_only), scope), False)
         rows = rows.filter(mask)
-    target_scope = Scope({plan.target_alias: target.rows.take(rows)}, error=InvalidPredicateError)
-    source_scope = Scope({plan.source_alias: source.take(kept)}, error=InvalidPredicateError)
+    # (every row kept: no copy of the 10M-row scan)
+    target_rows = target.rows.take(rows) if plan.target_only else target.rows
+    source_rows = source.take(kept) if plan.source_only else source
+    target_scope = Scope({plan.target_alias: target_rows}, error=InvalidPredicateError)
+    source_scope = Scope({plan.source_alias: source_rows}, error=InvalidPredicateError)
     left: dict[str, Any] = {}
     right: dict[str, Any] = {}
     for i, (target_key, source_key) in enumerate(plan.keys):
@@ -359,10 +363,11 @@ def _take_out(
         return
     numbers = sorted(counts.changed)
     if rewrite.use_deletion_vectors:
-        for number in numbers:
-            found = target.found[number]
-            mask = _positions_mask(found, counts.changed[number])
-            rewrite.change(target.files.slice(number, 1).to_pylist()[0], found, mask)
+        rows = target.files.take(arrow_columns.column(numbers, pa.int64())).to_pylist()
+        for number, file in zip(numbers, rows, strict=True):
+            changed = counts.changed[number]
+            taken = pc.unique(pa.concat_arrays([c.cast(pa.int64()) for c in changed]))
+            rewrite.change_positions(file, target.found[number], taken)
         return
     touched = target.files.take(pa.array(numbers, pa.int64()))
     snapshot = plan.snapshot

@@ -164,15 +164,7 @@ class RowRewrite:
         if count == live:
             self.remove_whole(file)
         elif self.use_deletion_vectors:
-            deleted = deleted_union(found.deleted, found.positions.filter(mask))
-            descriptor = self._dvs.add(deleted)
-            add = add_with_deletion_vector(dict(file), descriptor, found.physical_rows)
-            self._dv_adds.append(add)
-            self._removes.append(file["path"])
-            if file.get("deletion_vector"):
-                self.dvs_updated += 1
-            else:
-                self.dvs_added += 1
+            self._mark(file, found, found.positions.filter(mask))
         else:
             self.remove_whole(file)  # rewritten: removed, and its kept rows written again
             kept = found.rows.filter(pc.invert(mask))
@@ -185,6 +177,37 @@ class RowRewrite:
         if replacement is not None:
             self.write(replacement)
         return count
+
+    def change_positions(self, file: Mapping[str, Any], found: FileRows, taken: pa.Array) -> int:
+        """:meth:`change` given the rows' positions in the file (no mask to build); how many.
+
+        Args:
+            file: The file's row of the snapshot's files.
+            found: Its live rows and their positions.
+            taken: Positions (``int64``, distinct) of live rows of the file.
+        """
+        if not self.use_deletion_vectors:
+            return self.change(file, found, pc.is_in(found.positions, value_set=taken))
+        count = len(taken)
+        if not count:
+            return 0
+        if count == found.rows.num_rows:
+            self.remove_whole(file)
+        else:
+            self._mark(file, found, taken)
+        return count
+
+    def _mark(self, file: Mapping[str, Any], found: FileRows, positions: pa.Array) -> None:
+        """Add ``positions`` to the file's deletion vector."""
+        deleted = deleted_union(found.deleted, positions)
+        descriptor = self._dvs.add(deleted)
+        add = add_with_deletion_vector(dict(file), descriptor, found.physical_rows)
+        self._dv_adds.append(add)
+        self._removes.append(file["path"])
+        if file.get("deletion_vector"):
+            self.dvs_updated += 1
+        else:
+            self.dvs_added += 1
 
     def _rewriter(self) -> FileRewrites:
         if self._rewrites is None:
