@@ -72,8 +72,8 @@ class _Target:
 
     files: pa.Table
     rows: pa.Table
-    file_index: pa.Array
-    positions: pa.Array
+    file_index: pa.ChunkedArray
+    positions: pa.ChunkedArray
     found: list[FileRows]
 
 
@@ -140,12 +140,14 @@ def _scan(table: TableHandle, tx: Transaction, plan: MergePlan) -> _Target:
     ):
         found_all.append(found)
         pieces.append(found.rows)
-        indexes.append(pa.repeat(pa.scalar(number, pa.int32()), found.rows.num_rows))
+        indexes.append(pa.repeat(av.int64(number), found.rows.num_rows).cast(pa.int32()))
         positions.append(found.positions)
     empty = plan.empty_scope(source=False).tables[plan.target_alias]
-    rows = pa.concat_tables(pieces).combine_chunks() if pieces else empty
-    file_index = pa.concat_arrays(indexes) if indexes else pa.array([], pa.int32())
-    where = pa.concat_arrays(positions) if positions else pa.array([], pa.int64())
+    # Chunked, not concatenated: copying 10M rows' columns costs more than the kernels that
+    # take the few rows they need from the chunks.
+    rows = pa.concat_tables(pieces) if pieces else empty
+    file_index = pa.chunked_array(indexes, pa.int32())
+    where = pa.chunked_array(positions, pa.int64())
     return _Target(files, rows, file_index, where, found_all)
 
 
@@ -345,8 +347,8 @@ def _changed(counts: MergeCounts, target: _Target, rows: pa.Array) -> None:
     """Note that target rows ``rows`` (of ``target.rows``) leave their files."""
     if not len(rows):
         return
-    files = pc.take(target.file_index, rows)
-    where = pc.take(target.positions, rows)
+    files = pc.take(target.file_index, rows).combine_chunks()
+    where = pc.take(target.positions, rows).combine_chunks()
     order = pc.sort_indices(files)
     files, where = pc.take(files, order), pc.take(where, order)
     encoded = pc.run_end_encode(files, run_end_type=pa.int64())
