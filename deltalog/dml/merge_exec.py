@@ -34,7 +34,12 @@ from deltalog.arrow import columns as arrow_columns
 from deltalog.arrow import values as av
 from deltalog.errors import InvalidPredicateError, MultipleSourceRowMatchError
 from deltalog.read import FileRows
-from deltalog.stats.expression_eval import Scope, evaluate, evaluate_condition, widest_type
+from deltalog.stats.expression_eval import (
+    Scope,
+    evaluate_chunked,
+    evaluate_condition,
+    widest_type,
+)
 from deltalog.stats.predicates import TRUE
 from deltalog.stats.sql_expression import Binary, Expr
 from deltalog.write.rewrite_plan import candidate_files, partition_part
@@ -172,8 +177,8 @@ def _join(plan: MergePlan, target: _Target) -> pa.Table:
     left: dict[str, Any] = {}
     right: dict[str, Any] = {}
     for i, (target_key, source_key) in enumerate(plan.keys):
-        tk = evaluate(target_key, target_scope)
-        sk = evaluate(source_key, source_scope)
+        tk = evaluate_chunked(target_key, target_scope)
+        sk = evaluate_chunked(source_key, source_scope)
         tk, sk = _same_type(tk, sk, target_key, source_key)
         left[f"k{i}"], right[f"k{i}"] = tk, sk
     if not left:  # no equality: every pair meets the rest of the condition
@@ -197,8 +202,11 @@ def _join(plan: MergePlan, target: _Target) -> pa.Table:
 
 
 def _same_type(
-    left: pa.Array, right: pa.Array, left_expr: Expr, right_expr: Expr
-) -> tuple[pa.Array, pa.Array]:
+    left: pa.Array | pa.ChunkedArray,
+    right: pa.Array | pa.ChunkedArray,
+    left_expr: Expr,
+    right_expr: Expr,
+) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray]:
     if left.type == right.type:
         return left, right
     if pa.types.is_null(left.type):

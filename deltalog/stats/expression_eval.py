@@ -52,6 +52,7 @@ __all__ = [
     "Untyped",
     "Value",
     "evaluate",
+    "evaluate_chunked",
     "evaluate_condition",
     "literal_as",
     "widest_type",
@@ -155,6 +156,19 @@ def evaluate(expr: Expr, scope: Scope, *, text: str | None = None) -> pa.Array:
         InvalidExpressionError: (or the scope's error class) See the module docstring.
     """
     return _Evaluator(scope, text or str(expr)).array(expr)
+
+
+def evaluate_chunked(
+    expr: Expr, scope: Scope, *, text: str | None = None
+) -> pa.Array | pa.ChunkedArray:
+    """As :func:`evaluate`, but a chunked result (a column of a chunked table) is not copied.
+
+    Raises:
+        InvalidExpressionError: (or the scope's error class) See the module docstring.
+    """
+    evaluator = _Evaluator(scope, text or str(expr))
+    value = evaluator.value(expr)
+    return value if isinstance(value, pa.ChunkedArray) else evaluator.broadcast(value)
 
 
 def evaluate_condition(expr: Expr, scope: Scope, *, text: str | None = None) -> pa.Array:
