@@ -211,7 +211,7 @@ def read_files_together(
     arrow = pa.schema([first.field(n) for n in physical])
 
     def read(path: str) -> pa.Table:
-        with open(path, "rb") as fh:
+        with pa.OSFile(path) as fh:  # (Arrow's own file: no Python call per read)
             data = pq.ParquetFile(fh, pre_buffer=True).read(columns=physical, use_threads=False)
         if data.schema != arrow:  # a missing column, another type: raises ArrowException
             data = data.select(physical).cast(arrow)

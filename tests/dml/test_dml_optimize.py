@@ -18,6 +18,7 @@ from deltalog import (
     DeltaTable,
     InvalidInputError,
     InvalidPredicateError,
+    MissingDataFileError,
     RowTrackingRewriteError,
     write_table,
 )
@@ -221,3 +222,15 @@ def test_a_column_mapped_table_is_read_in_one_scan(
     assert table.optimize().files_removed == 3
     assert scans == [True]
     assert rows(table.uri) == before == rs_rows(table.uri)
+
+
+@pytest.mark.parametrize("which", [0, -1])
+def test_a_missing_file_is_named_and_nothing_is_written(tmp_path: Path, which: int) -> None:
+    table = _small_files(tmp_path / "t", count=4)
+    paths = sorted(a["path"] for v in range(4) for a in actions(table.uri, v, "add"))
+    (tmp_path / "t" / paths[which]).unlink()
+    on_disk = data_files(table.uri)
+    with pytest.raises(MissingDataFileError):
+        table.optimize()
+    assert DeltaTable(table.uri).version() == 3
+    assert data_files(table.uri) == on_disk
