@@ -46,8 +46,10 @@
     │   ├── ConstraintViolationError  rows break NOT NULL or CHAR/VARCHAR (Spark writes)
     │   ├── InvalidRetentionError     a negative vacuum retention
     │   │   └── RetentionTooShortError    shorter than the table's, with the check enabled
-    │   └── InvalidPredicateError     a partition predicate that names other columns or bad values
-    │       └── ReplaceWhereMismatchError  written data falls outside an overwrite's predicate
+    │   ├── InvalidPredicateError     a partition predicate that names other columns or bad values
+    │   │   └── ReplaceWhereMismatchError  written data falls outside an overwrite's predicate
+    │   ├── InvalidExpressionError    an UPDATE/MERGE SQL expression that does not parse or fit
+    │   └── MultipleSourceRowMatchError  a MERGE matched one target row with several source rows
     ├── SparkWriteError               the Spark job writing a DataFrame's files failed
     ├── CannotVacuumLiteError         lite vacuum needs commits that log cleanup removed
     ├── VacuumEndError                VACUUM deleted files but could not commit VACUUM END
@@ -403,6 +405,32 @@ class InvalidPredicateError(InvalidInputError):
 
 class ReplaceWhereMismatchError(InvalidPredicateError):
     """Data written by an overwrite with a predicate (``predicate=``) falls outside it."""
+
+
+class InvalidExpressionError(InvalidInputError):
+    """An SQL expression of an UPDATE or MERGE (an assignment or a condition) is refused.
+
+    It does not parse, names a column or function that does not exist, gives a value whose
+    type does not fit where it goes (a string column assigned to an int column, ...), or fails
+    on a row (an overflow, a division by zero, a string that is not a number).
+    """
+
+
+class MultipleSourceRowMatchError(InvalidInputError):
+    """A MERGE matched one target row with more than one source row.
+
+    delta-spark's ``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``: which source row
+    should update the target row is ambiguous (only a MERGE whose one matched clause is an
+    unconditional delete allows it). Attributes name the first such target row and how many
+    source rows matched it.
+    """
+
+    def __init__(
+        self, message: str, *, target_row: dict[str, object] | None = None, matches: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.target_row = target_row
+        self.matches = matches
 
 
 class ConstraintViolationError(InvalidInputError):

@@ -14,12 +14,17 @@ What cannot be read correctly is refused with a named error rather than returnin
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.arrow import values as av
 from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
@@ -36,7 +41,13 @@ from deltalog.protocol.schema import (
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate, matches, partition_table
 
-__all__ = ["read_file_rows", "read_rows"]
+__all__ = [
+    "FileRows",
+    "read_file_positions",
+    "read_file_rows",
+    "read_files_together",
+    "read_rows",
+]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 
@@ -81,7 +92,7 @@ def read_rows(
         _read_file(storage, schema, partition_columns, target, row)
         for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
     ]
-    table = pa.concat_tables(pieces) if pieces else target.empty_table()
+    table = pa.concat_tables(pieces) if pieces else pa.Table.from_batches([], schema=target)
     if predicate is not None:
         table = table.filter(matches(predicate, table))
     return table.select(wanted)
@@ -100,11 +111,151 @@ def read_file_rows(
         MissingDataFileError: A data or deletion-vector file the log names is gone.
         StorageError: A file cannot be read.
     """
+    for found in read_file_positions(storage, snapshot, files):
+        yield found.rows
+
+
+@dataclass(frozen=True, slots=True)
+class FileRows:
+    """The live rows of one data file and where they sit in it.
+
+    Attributes:
+        rows: The live rows (the columns asked for, logical names, the table's Arrow types).
+        positions: Each row's index in the data file (``int64``; the rows its deletion vector
+            deletes are absent).
+        physical_rows: Rows in the data file (its Parquet footer's count).
+        deleted: The row indexes the file's deletion vector deletes (ascending ``uint64``),
+            ``None`` when it has none.
+    """
+
+    rows: pa.Table
+    positions: pa.Array
+    physical_rows: int
+    deleted: pa.Array | None
+
+
+def read_file_positions(
+    storage: TableStorage,
+    snapshot: Snapshot,
+    files: pa.Table,
+    *,
+    columns: Sequence[str] | None = None,
+) -> Iterator[FileRows]:
+    """:class:`FileRows` of each file in ``files`` (rows of ``snapshot.files``), in order.
+
+    What a row-level change (delete, update, merge) reads: the live rows, and the position of
+    each in its file, which a new deletion vector names.
+
+    Args:
+        storage: Where the table is.
+        snapshot: The version the files belong to.
+        files: The files to read.
+        columns: Only these columns (logical names, in table order); default all. Data columns
+            that are not asked for are not read from the file.
+
+    Raises:
+        MissingDataFileError: A data or deletion-vector file the log names is gone.
+        DeletionVectorError: A deletion vector does not decode.
+        StorageError: A file cannot be read.
+    """
     schema = snapshot.schema
     partition_columns = list(snapshot.metadata.partition_columns)
-    target = pa.schema([f.remove_metadata() for f in schema.to_arrow()])
+    wanted = set(columns) if columns is not None else None
+    target = pa.schema(
+        [f.remove_metadata() for f in schema.to_arrow() if wanted is None or f.name in wanted]
+    )
     for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist():
-        yield _read_file(storage, schema, partition_columns, target, row)
+        yield _read_positions(storage, schema, partition_columns, target, row)
+
+
+def read_files_together(
+    storage: TableStorage,
+    snapshot: Snapshot,
+    files: pa.Table,
+    *,
+    batch_rows: int = 1 << 17,
+    threads: int = 2,
+) -> Iterator[pa.Table] | None:
+    """The rows of ``files`` read in one pass, about ``batch_rows`` at a time.
+
+    Much faster than :func:`read_file_rows` for many small files (little Python work per
+    file, ``threads`` files at once), but
+    only for files of one partition without deletion vectors on a local filesystem, whose first
+    file has every data column of the table (later files are cast to its types). Otherwise
+    ``None``: read them file by file.
+
+    Raises:
+        pyarrow.ArrowException, OSError: While iterating, a file cannot be read or does not
+            fit the first one; the caller reads the files one by one instead, which names the
+            problem (:class:`MissingDataFileError`, ...).
+    """
+    if not files.num_rows or files.column("deletion_vector").null_count != files.num_rows:
+        return None
+    if len({str(v) for v in files.column("partition_values").to_pylist()}) != 1:
+        return None
+    local = [storage.store.local_path(storage.locate(p)) for p in files.column("path").to_pylist()]
+    paths = [p for p in local if p is not None]
+    if len(paths) != len(local):
+        return None
+    schema = snapshot.schema
+    partition_columns = list(snapshot.metadata.partition_columns)
+    physical = [_physical(f) for f in schema.fields if f.name not in partition_columns]
+    try:
+        first = pq.read_schema(paths[0])
+    except (pa.ArrowException, OSError):
+        return None
+    if not set(physical) <= set(first.names):
+        return None
+    target = pa.schema([f.remove_metadata() for f in schema.to_arrow()])
+    partition_values = files.column("partition_values")[0].as_py()
+    arrow = pa.schema([first.field(n) for n in physical])
+
+    def read(path: str) -> pa.Table:
+        with pa.OSFile(path) as fh:  # (Arrow's own file: no Python call per read)
+            data = pq.ParquetFile(fh, pre_buffer=True).read(columns=physical, use_threads=False)
+        if data.schema != arrow:  # a missing column, another type: raises ArrowException
+            data = data.select(physical).cast(arrow)
+        return data
+
+    def batches() -> Iterator[pa.Table]:
+        pending: list[pa.Table] = []
+        rows = 0
+        for data in _in_order(read, paths, threads):
+            pending.append(data)
+            rows += data.num_rows
+            if rows >= batch_rows:
+                data = pa.concat_tables(pending).combine_chunks()
+                yield _assemble(schema, partition_columns, target, partition_values, data, rows)
+                pending, rows = [], 0
+        if pending:
+            data = pa.concat_tables(pending).combine_chunks()
+            yield _assemble(schema, partition_columns, target, partition_values, data, rows)
+
+    return batches()
+
+
+def _in_order(
+    read: Callable[[str], pa.Table], paths: list[str], threads: int
+) -> Iterator[pa.Table]:
+    """``read(path)`` of each path, in order, ``threads`` at once (a few files ahead)."""
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="deltalog-read")
+    pending: deque[Future[pa.Table]] = deque()
+    try:
+        upcoming = iter(paths)
+        for path in upcoming:
+            pending.append(pool.submit(read, path))
+            if len(pending) >= 4 * threads:
+                break
+        while pending:
+            found = pending.popleft().result()
+            following = next(upcoming, None)
+            if following is not None:
+                pending.append(pool.submit(read, following))
+            yield found
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _physical(field: StructField) -> str:
@@ -135,40 +286,81 @@ def _read_file(
     target: pa.Schema,
     row: dict[str, Any],
 ) -> pa.Table:
+    return _read_positions(storage, schema, partition_columns, target, row, positions=False).rows
+
+
+def _read_positions(
+    storage: TableStorage,
+    schema: StructType,
+    partition_columns: list[str],
+    target: pa.Schema,
+    row: dict[str, Any],
+    *,
+    positions: bool = True,
+) -> FileRows:
     location = storage.locate(row["path"])
     fields = [schema.field(n) for n in target.names]
     data_fields = [f for f in fields if f.name not in partition_columns]
+    deleted = None
     with _reading(location), storage.store.open_input(location) as fh:
-        parquet = pq.ParquetFile(fh)
+        parquet = pq.ParquetFile(fh, pre_buffer=True)  # coalesced reads: small files 3x faster
+        physical_rows = parquet.metadata.num_rows
         keep = None
         if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
-            keep = _kept_rows(storage, row["deletion_vector"], parquet.metadata.num_rows)
+            deleted = _deleted_rows(storage, row["deletion_vector"], physical_rows)
+            keep = live_mask(deleted, physical_rows)
         present = set(parquet.schema_arrow.names)
         physical = [_physical(f) for f in data_fields if _physical(f) in present]
-        data = parquet.read(columns=physical)
+        data = parquet.read(columns=physical) if physical else None
+    rows = physical_rows
     if keep is not None:
-        data = data.filter(keep)
-    rows = data.num_rows
-    values = dict(row["partition_values"] or [])
+        data = None if data is None else data.filter(keep)
+        rows = physical_rows - len(deleted) if deleted is not None else physical_rows
+    where = av.int_range(0, 0)
+    if positions:
+        where = av.int_range(0, physical_rows) if keep is None else pc.indices_nonzero(keep)
+        where = where.cast(pa.int64())
+    table = _assemble(schema, partition_columns, target, row["partition_values"], data, rows)
+    return FileRows(table, where, physical_rows, deleted)
+
+
+def _assemble(
+    schema: StructType,
+    partition_columns: list[str],
+    target: pa.Schema,
+    partition_values: Any,
+    data: pa.Table | pa.RecordBatch | None,
+    rows: int,
+) -> pa.Table:
+    """The ``target`` columns of ``rows`` rows of one partition.
+
+    Partition values typed, data columns renamed to logical names and cast, nulls for the
+    columns the data lacks.
+    """
+    values = dict(partition_values or [])
     out: list[pa.Array] = []
+    fields = [schema.field(n) for n in target.names]
     for f in fields:
         arrow_type = target.field(f.name).type
         if f.name in partition_columns:
             text = values.get(_physical(f), values.get(f.name))
             parsed = partition_table([{f.name: text}], schema, [f.name]).column(f.name)
             out.append(pa.repeat(parsed[0], rows).cast(arrow_type))
-        elif _physical(f) in data.column_names:
-            column = data.column(_physical(f)).combine_chunks()
+        elif data is not None and _physical(f) in data.column_names:
+            column = data.column(_physical(f))
+            if isinstance(column, pa.ChunkedArray):
+                column = column.combine_chunks()
             out.append(_logical(column, f.type).cast(arrow_type))
         else:  # a column added after this file was written
             out.append(pa.nulls(rows, arrow_type))
+    if not fields:
+        return pa.table({"_": pa.nulls(rows, pa.bool_())}).select([])
     return pa.Table.from_arrays(out, schema=target)
 
 
-def _kept_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:
-    """A mask of the ``num_rows`` rows of a data file its deletion vector leaves live."""
-    deleted = read_deletion_vector(descriptor, lambda p: _read_dv(storage, p), num_rows=num_rows)
-    return live_mask(deleted, num_rows)
+def _deleted_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:
+    """The row indexes of a data file of ``num_rows`` rows its deletion vector deletes."""
+    return read_deletion_vector(descriptor, lambda p: _read_dv(storage, p), num_rows=num_rows)
 
 
 def _read_dv(storage: TableStorage, path: str) -> bytes:

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from deltalog.arrow import values as av
 from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+from deltalog.dml.table_methods import RowChanges
 from deltalog.errors import (
     AppendOnlyError,
     DuplicateFileError,
@@ -94,7 +95,7 @@ def _to_millis(ts: TimestampLike) -> int:
     raise InvalidInputError(f"not a timestamp: {ts!r}")
 
 
-class DeltaTable:
+class DeltaTable(RowChanges):
     """A Delta table at one version.
 
     ``DeltaTable(uri)`` opens the latest version; ``version=`` or ``timestamp=`` open an older
@@ -378,11 +379,6 @@ class DeltaTable:
             ).to_pylist()
             return joined
         return [self._storage.locate(path) for path in paths.to_pylist()]
-
-    def update(self) -> int:
-        """Move to the latest version; returns it."""
-        self._snapshot = replay(self._storage, list_log(self._storage))
-        return self._snapshot.version
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Commit information, newest first: ``version``, ``timestamp`` and the commitInfo fields.

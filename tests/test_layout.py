@@ -35,12 +35,13 @@ FLOORS: dict[str, int] = {
     "read": 6,
     "check": 6,
     "maintenance": 7,
-    "table": 8,
-    "writer": 9,
-    "spark": 10,
-    "report": 10,
-    "cli": 11,
-    "__main__": 12,
+    "dml": 8,
+    "table": 9,
+    "writer": 10,
+    "spark": 11,
+    "report": 11,
+    "cli": 12,
+    "__main__": 13,
 }
 #: Parts that may import each other on one floor: none.
 SAME_FLOOR_ALLOWED: set[tuple[str, str]] = set()

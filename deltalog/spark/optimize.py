@@ -25,13 +25,11 @@ vectors, and rewriting the file whole would bring deleted rows back); they are r
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.errors import InvalidInputError
 from deltalog.protocol.column_mapping import physical_name
@@ -42,72 +40,32 @@ from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import matches, partition_table, validate
 from deltalog.table import DeltaTable
+from deltalog.write.compaction import (
+    ALONE_REASON,
+    DEFAULT_TARGET_FILE_SIZE,
+    DELETION_VECTOR_REASON,
+    OptimizeResult,
+    SkippedFile,
+    optimize_metrics,
+    plan_bins,
+)
 from deltalog.write.row_tracking import refuse_table_rewrite
 from deltalog.writer.staged import StagedWrite
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: delta-spark's ``spark.databricks.delta.optimize.maxFileSize`` default: 1 GiB.
-DEFAULT_TARGET_FILE_SIZE = 1 << 30
-#: Reason given for a file with a deletion vector.
-DELETION_VECTOR_REASON = (
-    "has a deletion vector; deltalog does not apply deletion vectors, and rewriting the file "
-    "whole would bring its deleted rows back"
-)
-#: Reason given for the only small file of a partition (or of a bin).
-ALONE_REASON = "the only file of its bin: nothing to merge it with"
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedFile:
-    """A file small enough to compact that was left as it is.
-
-    Attributes:
-        path: The file's ``path`` as logged.
-        partition_values: Its partition values.
-        size: Its size in bytes.
-        reason: Why it was not rewritten.
-    """
-
-    path: str
-    partition_values: Mapping[str, str | None]
-    size: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class OptimizeResult:
-    """What an optimize did.
-
-    Attributes:
-        version: The version committed; when there was nothing to compact (nothing
-            committed), the version that was read.
-        committed: Whether a commit was written.
-        files_added: New (compacted) data files.
-        files_removed: Data files replaced by them.
-        bytes_added: Bytes of the new files.
-        bytes_removed: Bytes of the replaced files.
-        partitions_optimized: Distinct partitions that had a bin rewritten.
-        bins: Bins rewritten (one new file each, unless ``spark.sql.files.maxRecordsPerFile``
-            splits one).
-        files_considered: Live files of the selected partitions.
-        skipped: Small files left alone, each with the reason (files at or above
-            ``min_file_size`` are not listed: they are already large enough).
-        metrics: The commit's ``operationMetrics`` (empty when nothing was committed).
-    """
-
-    version: int
-    committed: bool
-    files_added: int
-    files_removed: int
-    bytes_added: int
-    bytes_removed: int
-    partitions_optimized: int
-    bins: int
-    files_considered: int
-    skipped: tuple[SkippedFile, ...] = ()
-    metrics: Mapping[str, str] = field(default_factory=dict)
+__all__ = [
+    "ALONE_REASON",
+    "DEFAULT_TARGET_FILE_SIZE",
+    "DELETION_VECTOR_REASON",
+    "OptimizeResult",
+    "SkippedFile",
+    "StagedOptimize",
+    "optimize",
+    "optimize_metrics",
+    "stage_optimize",
+]
 
 
 class StagedOptimize:
@@ -251,7 +209,7 @@ def stage_optimize(
         predicate_text = orjson.dumps([shown]).decode()
     # Partition values are logged by physical name on a column-mapped table.
     logged_keys = [physical_name(schema.field(c)) for c in partition_columns]
-    bins, skipped = _plan_bins(files, logged_keys, target_file_size, min_file_size)
+    bins, skipped = plan_bins(files, logged_keys, target_file_size, min_file_size)
     parameters: dict[str, Any] = {
         "predicate": predicate_text,
         "zOrderBy": "[]",
@@ -327,80 +285,9 @@ def stage_optimize(
     return StagedOptimize(staged, result, rewritten.column("path").to_pylist())
 
 
-def optimize_metrics(added: list[int], removed: list[int]) -> dict[str, str]:
-    """``operationMetrics`` of an OPTIMIZE commit, as delta-spark records them.
-
-    The size percentiles are of the added files, taken as delta-spark's
-    ``FileSizeStatsWithHistogram`` does (the element at ``n/4``, ``n/2``, ``3n/4`` of the
-    sorted sizes).
-    """
-    sizes = sorted(added)
-    n = len(sizes)
-    return {
-        "numAddedFiles": str(n),
-        "numRemovedFiles": str(len(removed)),
-        "numAddedBytes": str(sum(sizes)),
-        "numRemovedBytes": str(sum(removed)),
-        "minFileSize": str(sizes[0] if n else 0),
-        "p25FileSize": str(sizes[n // 4] if n else 0),
-        "p50FileSize": str(sizes[n // 2] if n else 0),
-        "p75FileSize": str(sizes[n * 3 // 4] if n else 0),
-        "maxFileSize": str(sizes[-1] if n else 0),
-        "numDeletionVectorsRemoved": "0",
-    }
-
-
 def _check_size(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InvalidInputError(f"{name} must be a positive number of bytes, not {value!r}")
-
-
-def _plan_bins(
-    files: pa.Table, partition_columns: list[str], target: int, minimum: int
-) -> tuple[list[pa.Table], list[SkippedFile]]:
-    """Group the small files of each partition into bins (as delta-spark's compaction does).
-
-    Files are sorted by size within their partition and added to the current bin until the
-    next would take it past ``target``; bins of one file are dropped.
-    """
-    small = files.filter(pc.less(files.column("size"), minimum))
-    skipped: list[SkippedFile] = []
-    dv = small.column("deletion_vector").is_valid()
-    for row in small.filter(dv).select(["path", "partition_values", "size"]).to_pylist():
-        skipped.append(_skip(row, DELETION_VECTOR_REASON))
-    small = small.filter(pc.invert(dv))
-    groups: dict[tuple[str | None, ...], list[int]] = {}
-    values = small.column("partition_values").to_pylist()
-    for i, pv in enumerate(values):
-        mapping = dict(pv or [])
-        groups.setdefault(tuple(mapping.get(c) for c in partition_columns), []).append(i)
-    sizes = small.column("size").to_pylist()
-    bins: list[pa.Table] = []
-    for indexes in groups.values():
-        for members in _pack(sorted(indexes, key=lambda i: sizes[i]), sizes, target):
-            if len(members) > 1:
-                bins.append(small.take(pa.array(members, pa.int64())))
-            else:
-                row = small.slice(members[0], 1).select(["path", "partition_values", "size"])
-                skipped.append(_skip(row.to_pylist()[0], ALONE_REASON))
-    return bins, skipped
-
-
-def _pack(indexes: Iterable[int], sizes: list[int], target: int) -> Iterator[list[int]]:
-    current: list[int] = []
-    total = 0
-    for i in indexes:
-        if current and total + sizes[i] > target:
-            yield current
-            current, total = [], 0
-        current.append(i)
-        total += sizes[i]
-    if current:
-        yield current
-
-
-def _skip(row: dict[str, Any], reason: str) -> SkippedFile:
-    return SkippedFile(row["path"], dict(row["partition_values"] or []), row["size"], reason)
 
 
 def _sizes(files: pa.Table) -> list[int]:

@@ -336,8 +336,8 @@ def partition_table(
         PartitionValueError: A value does not parse as its column's type.
     """
     if not isinstance(partition_values, pa.Array | pa.ChunkedArray):
-        partition_values = pa.array(
-            [list(pv.items()) for pv in partition_values], pa.map_(pa.string(), pa.string())
+        partition_values = arrow_columns.column(  # (pa.array would import pandas)
+            [dict(pv) for pv in partition_values], pa.map_(pa.string(), pa.string())
         )
     # Chunk by chunk, from the decode pool: a million files' values are never copied whole.
     chunks = [
@@ -435,7 +435,8 @@ def matches(predicate: Predicate, table: pa.Table) -> pa.Array:
         return arrow_values.bools(True, table.num_rows)
     mask = predicate._mask(table)
     if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks()
+        # (combine_chunks of no chunks builds an array from a Python list: imports pandas)
+        mask = mask.combine_chunks() if mask.num_chunks else arrow_values.bools(False, 0)
     return pc.fill_null(mask, arrow_values.false())
 
 

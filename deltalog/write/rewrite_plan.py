@@ -41,7 +41,8 @@ def check_predicate_columns(predicate: Predicate, schema: StructType) -> None:
         raise InvalidPredicateError(
             f"the predicate names column(s) {unknown} the table lacks (columns: {schema.names})"
         )
-    empty = pa.schema([f.remove_metadata() for f in schema.to_arrow()]).empty_table()
+    arrow = pa.schema([f.remove_metadata() for f in schema.to_arrow()])
+    empty = pa.Table.from_batches([], schema=arrow)  # Schema.empty_table() imports pandas
     matches(predicate, empty)  # raises on a literal that does not fit
 
 
