@@ -218,7 +218,14 @@ def _same_type(
         raise InvalidPredicateError(
             f"cannot compare {left_expr} ({left.type}) with {right_expr} ({right.type})"
         )
-    return left.cast(common), right.cast(common)
+    try:
+        return left.cast(common), right.cast(common)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        # a uint64 beyond the longs, say: named, as the caller's input, not Arrow's
+        raise InvalidPredicateError(
+            f"cannot compare {left_expr} ({left.type}) with {right_expr} ({right.type}): "
+            f"a value does not fit {common}: {exc}"
+        ) from exc
 
 
 def _check_multiple_matches(plan: MergePlan, target: _Target, pairs: pa.Table) -> None:
