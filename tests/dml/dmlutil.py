@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import deltalake
 import orjson
 import pyarrow as pa
 
 from deltalog import DeltaTable, write_table
+from deltalog.protocol.deletion_vectors import dv_file_path
 
 DV = {"delta.enableDeletionVectors": "true"}
 
@@ -85,4 +87,15 @@ def data_files(root: Path | str) -> set[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "_delta_log"]
         out.update(os.path.join(dirpath, f) for f in filenames if f.endswith((".parquet", ".bin")))
+    return out
+
+
+def live_files(root: Path | str) -> set[str]:
+    """The data and DV files the table's latest version references, as ``data_files`` names them."""
+    out: set[str] = set()
+    for f in DeltaTable(str(root)).files().select(["path", "deletion_vector"]).to_pylist():
+        out.add(os.path.join(str(root), unquote(f["path"])))
+        dv = dv_file_path(f["deletion_vector"]) if f["deletion_vector"] else None
+        if dv is not None:
+            out.add(os.path.join(str(root), dv))
     return out

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-from dmlutil import DV, data_files, info, make_table, rows, rs_rows
+from dmlutil import DV, data_files, info, live_files, make_table, rows, rs_rows
 
 import deltalog.dml.rewrite as rewrite_module
 from deltalog import (
@@ -263,10 +263,11 @@ def test_append_only_and_row_tracking(tmp_path: Path) -> None:
     assert len(rows(tracked.uri)) == 18
 
 
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
 def test_a_concurrent_append_to_the_partition_read_conflicts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dv: bool
 ) -> None:
-    table = make_table(tmp_path / "t", dv=True, partitioned=True)
+    table = make_table(tmp_path / "t", dv=dv, partitioned=True)
     other = DeltaTable(table.uri)
     real_stage = rewrite_module.RowRewrite.stage
     written: list[str] = []
@@ -283,6 +284,9 @@ def test_a_concurrent_append_to_the_partition_read_conflicts(
         .when_matched_update({"v": "s.v"})
         .when_not_matched_insert_all()
     )
+    on_disk = data_files(table.uri)
     with pytest.raises(ConcurrentAppendError):
         merger.execute()
     assert written and not any(Path(w).exists() for w in written)
+    # every file left on disk that was not there before is the other writer's
+    assert set() < data_files(table.uri) - on_disk <= live_files(table.uri)

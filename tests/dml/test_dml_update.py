@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from dmlutil import DV, actions, data_files, info, make_table, rows, rs_rows
+from dmlutil import DV, actions, data_files, info, live_files, make_table, rows, rs_rows
 
 import deltalog.dml.rewrite as rewrite_module
 from deltalog import (
@@ -162,10 +162,11 @@ def test_append_only_and_row_tracking_refuse(tmp_path: Path) -> None:
     assert data_files(tracked.uri) == on_disk
 
 
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
 def test_a_concurrent_append_to_the_partition_read_conflicts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dv: bool
 ) -> None:
-    table = make_table(tmp_path / "t", dv=True, partitioned=True)
+    table = make_table(tmp_path / "t", dv=dv, partitioned=True)
     other = DeltaTable(table.uri)
     real_stage = rewrite_module.RowRewrite.stage
     written: list[str] = []
@@ -177,7 +178,10 @@ def test_a_concurrent_append_to_the_partition_read_conflicts(
             other.update("p = 'a' AND id = 0", set={"v": "-1"})
 
     monkeypatch.setattr(rewrite_module.RowRewrite, "stage", stage_then_race)
+    on_disk = data_files(table.uri)
     with pytest.raises(ConcurrentAppendError):
         table.update("p = 'a' AND id = 2", set={"v": "-2"})
     assert written and not any(Path(w).exists() for w in written)
+    # every file left on disk that was not there before is the other writer's
+    assert set() < data_files(table.uri) - on_disk <= live_files(table.uri)
     assert [r["v"] for r in rows(table.uri) if r["id"] in (0, 2)] == [-1.0, 2.0]
