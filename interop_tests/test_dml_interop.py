@@ -1,11 +1,12 @@
 """``DeltaTable.delete``/``update``/``merge``/``optimize`` read back by delta-spark and delta-rs.
 
 After every operation delta-spark reads each version as deltalog does (deletion vectors and
-all), delta-rs (through DataFusion, which applies deletion vectors) reads the latest, and
-``check`` is clean. delta-spark also changes the same tables in turn (its DELETE and UPDATE on
-deltalog's deletion vectors, deltalog's on delta-spark's), and its commits are compared with
-deltalog's: same operation names, parameters and metric names. All tests share the process's
-one Spark session.
+all), delta-rs reads each version too (through DataFusion, which applies deletion vectors; its
+``to_pyarrow_table`` refuses tables with the ``deletionVectors`` reader feature in 1.6.6, and
+that refusal is asserted), and ``check`` is clean after every operation. delta-spark also
+changes the same tables in turn (its DELETE and UPDATE on deltalog's deletion vectors,
+deltalog's on delta-spark's), and its commits are compared with deltalog's: same operation
+names, parameters and metric names. All tests share the process's one Spark session.
 """
 
 from __future__ import annotations
@@ -53,19 +54,41 @@ def _spark(spark: Any, root: str, version: int) -> list[str]:
     return _norm([row.asDict(recursive=True) for row in frame.collect()])
 
 
-def _rs(root: str) -> list[str]:
-    builder = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(root))
+def _rs(root: str, version: int | None = None) -> list[str]:
+    table = deltalake.DeltaTable(root, version=version)
+    builder = deltalake.QueryBuilder().register("t", table)
     return _norm(pa.table(builder.execute("SELECT * FROM t").read_all()).to_pylist())
 
 
-def _agree(spark: Any, root: str, first: int = 0) -> None:
-    """delta-spark reads every version from ``first`` as deltalog; delta-rs the latest."""
-    last = DeltaTable(root).version()
-    for version in range(first, last + 1):
-        assert _spark(spark, root, version) == _dl(root, version), version
-    assert _rs(root) == _dl(root)
+def _rs_pyarrow(root: str, version: int) -> list[str] | None:
+    """delta-rs's ``to_pyarrow_table``; ``None`` where delta-rs 1.6.6 refuses the table.
+
+    Its pyarrow reader does not apply deletion vectors and refuses every table whose protocol
+    lists the ``deletionVectors`` reader feature (DataFusion, ``_rs``, reads them).
+    """
+    table = deltalake.DeltaTable(root, version=version)
+    if "deletionVectors" in (table.protocol().reader_features or []):
+        with pytest.raises(deltalake.exceptions.DeltaProtocolError, match="deletionVectors"):
+            table.to_pyarrow_table()
+        return None
+    return _norm(table.to_pyarrow_table().to_pylist())
+
+
+def _clean(root: str) -> None:
+    """``check`` finds nothing wrong (called after every operation)."""
     report = DeltaTable(root).check()
     assert report.ok, report.findings
+
+
+def _agree(spark: Any, root: str, first: int = 0) -> None:
+    """delta-spark and delta-rs read every version from ``first`` as deltalog."""
+    last = DeltaTable(root).version()
+    for version in range(first, last + 1):
+        ours = _dl(root, version)
+        assert _spark(spark, root, version) == ours, version
+        assert _rs(root, version) == ours, version
+        assert _rs_pyarrow(root, version) in (ours, None), version
+    _clean(root)
 
 
 def _info(root: str, version: int) -> dict[str, Any]:
@@ -103,8 +126,11 @@ def test_deletes_read_the_same_everywhere(
     _table(root, DV if dv else None, partitioned)
     table = DeltaTable(root)
     table.delete("id IN (1, 2, 3, 25, 41)")
+    _clean(root)
     table.delete("v > 50 AND s IS NULL")
+    _clean(root)
     table.delete("p = 'b/c' AND id < 30")
+    _clean(root)
     table.delete("id >= 0 AND id < 20", inline_deletion_vectors=4096)
     _agree(delta_spark, root)
 
@@ -137,8 +163,11 @@ def test_updates_read_the_same_everywhere(
     _table(root, DV if dv else None, partitioned)
     table = DeltaTable(root)
     table.update("id > 50", set={"v": "v * 2 + 1", "s": "coalesce(s, 'none')"})
+    _clean(root)
     table.update("s IS NULL", set={"s": "'was null'"})
+    _clean(root)
     table.update("p = 'a' AND id < 10", set={"p": "'moved'"})
+    _clean(root)
     table.update(set={"id": "id + 1000"})
     _agree(delta_spark, root)
 
@@ -164,6 +193,7 @@ def test_optimize_reads_the_same_everywhere(delta_spark: Any, tmp_path: Path, dv
     _table(root, DV if dv else None, partitioned=True)
     table = DeltaTable(root)
     table.delete("id IN (4, 5, 6, 33, 47)")
+    _clean(root)
     result = table.optimize()
     assert result.committed and result.files_added == 3  # one per partition
     _agree(delta_spark, root)
@@ -234,6 +264,7 @@ def test_merges_match_delta_spark(
     if name == "upsert":
         source = source.drop_columns(["op"])
     build(DeltaTable(ours).merge(source, condition, "s", "t")).execute()
+    _clean(ours)
     delta_spark.createDataFrame(source.to_pandas()).createOrReplaceTempView("merge_source")
     delta_spark.sql(f"MERGE INTO delta.`{theirs}` t USING merge_source s ON {condition} {clauses}")
     assert _dl(ours) == _dl(theirs)
