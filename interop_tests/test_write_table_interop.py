@@ -68,6 +68,13 @@ def _rs(root: str, version: int | None = None, *, sql: bool = False) -> list[str
     return _norm(table.to_pyarrow_table().to_pylist())
 
 
+def _write(root: str, data: Any, **kwargs: Any) -> None:
+    """``write_table``, then ``check`` finds nothing wrong."""
+    write_table(root, data, **kwargs)
+    report = DeltaTable(root).check()
+    assert report.ok, report.findings
+
+
 def test_every_mode_read_by_delta_spark_and_delta_rs(delta_spark: Any, tmp_path: Path) -> None:
     spark = delta_spark
     root = str(tmp_path / "modes")
@@ -79,21 +86,21 @@ def test_every_mode_read_by_delta_spark_and_delta_rs(delta_spark: Any, tmp_path:
             "amount": [float(i) for i in range(10)],
         }
     )
-    write_table(root, first, partition_by=["day"])
+    _write(root, first, partition_by=["day"])
     more = pd.DataFrame({"id": [10, 11], "day": ["a/b=c", "new"], "amount": [10.0, 11.0]})
-    write_table(root, more, mode="append")
+    _write(root, more, mode="append")
     part = pa.table({"id": [20], "day": ["50% off"], "amount": [20.0]})
-    write_table(root, part, mode="overwrite", predicate="day = '50% off'")
+    _write(root, part, mode="overwrite", predicate="day = '50% off'")
     rows = pa.table({"id": [30], "day": ["2024-01-01"], "amount": [7.5]})
-    write_table(root, rows, mode="overwrite", predicate="amount >= 5 AND amount < 9")
+    _write(root, rows, mode="overwrite", predicate="amount >= 5 AND amount < 9")
     wider = pa.table({"id": [40], "day": ["x"], "amount": [40.0], "note": ["merged"]})
-    write_table(root, wider, mode="append", schema_mode="merge")
+    _write(root, wider, mode="append", schema_mode="merge")
     last = DeltaTable(root).version()
     assert last == 4
     for version in range(last + 1):
         assert _spark(spark, root, version) == _dl(root, version), version
         assert _rs(root, version) == _dl(root, version), version
-    write_table(root, first.slice(0, 3), mode="overwrite", schema_mode="overwrite")
+    _write(root, first.slice(0, 3), mode="overwrite", schema_mode="overwrite")
     assert _spark(spark, root, 5) == _dl(root) == _rs(root)
     assert DeltaTable(root).check().ok
 
