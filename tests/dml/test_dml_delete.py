@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
-from conftest import GOLDEN_DIR
 from dmlutil import DV, actions, data_files, ids, info, make_table, rows, rs_rows
+from testpaths import GOLDEN_DIR
 
 import deltalog.dml.rewrite as rewrite_module
 from deltalog import (

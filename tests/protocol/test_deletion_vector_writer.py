@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import GOLDEN_DIR
+from testpaths import GOLDEN_DIR
 
 from deltalog.errors import DeletionVectorError
 from deltalog.protocol.deletion_vector_writer import (
