@@ -211,8 +211,10 @@ def read_files_together(
     arrow = pa.schema([first.field(n) for n in physical])
 
     def read(path: str) -> pa.Table:
-        with pa.OSFile(path) as fh:  # (Arrow's own file: no Python call per read)
-            data = pq.ParquetFile(fh, pre_buffer=True).read(columns=physical, use_threads=False)
+        # Arrow's own file: no Python call per read, so pre_buffer gains nothing (it cost ~8% of
+        # the CPU of reading 1,000 small files, on its I/O threads)
+        with pa.OSFile(path) as fh:
+            data = pq.ParquetFile(fh, pre_buffer=False).read(columns=physical, use_threads=False)
         if data.schema != arrow:  # a missing column, another type: raises ArrowException
             data = data.select(physical).cast(arrow)
         return data
