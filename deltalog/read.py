@@ -350,8 +350,8 @@ def _assemble(
             out.append(pa.repeat(parsed[0], rows).cast(arrow_type))
         elif data is not None and _physical(f) in data.column_names:
             column = data.column(_physical(f))
-            if isinstance(column, pa.ChunkedArray):
-                column = column.combine_chunks()
+            if isinstance(column, pa.ChunkedArray):  # (combine_chunks copies even one chunk)
+                column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
             out.append(_logical(column, f.type).cast(arrow_type))
         else:  # a column added after this file was written
             out.append(pa.nulls(rows, arrow_type))
