@@ -211,8 +211,10 @@ def read_files_together(
     arrow = pa.schema([first.field(n) for n in physical])
 
     def read(path: str) -> pa.Table:
-        with pa.OSFile(path) as fh:  # (Arrow's own file: no Python call per read)
-            data = pq.ParquetFile(fh, pre_buffer=True).read(columns=physical, use_threads=False)
+        # Arrow's own file: no Python call per read, so pre_buffer gains nothing (it cost ~8% of
+        # the CPU of reading 1,000 small files, on its I/O threads)
+        with pa.OSFile(path) as fh:
+            data = pq.ParquetFile(fh, pre_buffer=False).read(columns=physical, use_threads=False)
         if data.schema != arrow:  # a missing column, another type: raises ArrowException
             data = data.select(physical).cast(arrow)
         return data
@@ -348,8 +350,8 @@ def _assemble(
             out.append(pa.repeat(parsed[0], rows).cast(arrow_type))
         elif data is not None and _physical(f) in data.column_names:
             column = data.column(_physical(f))
-            if isinstance(column, pa.ChunkedArray):
-                column = column.combine_chunks()
+            if isinstance(column, pa.ChunkedArray):  # (combine_chunks copies even one chunk)
+                column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
             out.append(_logical(column, f.type).cast(arrow_type))
         else:  # a column added after this file was written
             out.append(pa.nulls(rows, arrow_type))

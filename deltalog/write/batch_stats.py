@@ -14,6 +14,7 @@ upper bound.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -80,7 +81,7 @@ class StatsCollector:
                 self._no_bounds[i] = True
                 continue
             extremes = pc.min_max(column)
-            low, high = extremes["min"].as_py(), extremes["max"].as_py()
+            low, high = _python(extremes["min"]), _python(extremes["max"])
             self._type[i] = t
             if self._low[i] is None or low < self._low[i]:
                 self._low[i] = low
@@ -102,6 +103,25 @@ class StatsCollector:
                 set_path(mins, leaf.physical, pair[0])
                 set_path(maxs, leaf.physical, pair[1])
         return stats_json(self.rows, mins, maxs, nulls)
+
+
+def _python(scalar: pa.Scalar) -> Any:
+    """``scalar.as_py()``, but a timestamp built here.
+
+    pyarrow's ``as_py`` of a timestamp with a time zone imports pandas when it is installed
+    (~0.2 s in a fresh process); statistics need only the instant, to the microsecond.
+    """
+    t = scalar.type
+    if not pa.types.is_timestamp(t) or not scalar.is_valid:
+        return scalar.as_py()
+    value = scalar.value
+    micros = value // 1000 if t.unit == "ns" else value * _MICROS[t.unit]
+    moment = _EPOCH + dt.timedelta(microseconds=micros)
+    return moment.replace(tzinfo=dt.UTC) if t.tz is not None else moment
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICROS = {"s": 1_000_000, "ms": 1000, "us": 1}
 
 
 def _leaf_column(rows: pa.Table | pa.RecordBatch, leaf: Leaf) -> pa.Array | pa.ChunkedArray | None:
