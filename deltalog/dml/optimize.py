@@ -129,18 +129,7 @@ def compact(
         shown = [partition_filters if isinstance(partition_filters, str) else str(predicate)]
     logged_keys = [physical_name(schema.field(c)) for c in partition_columns]
     bins, skipped = plan_bins(files, logged_keys, target, minimum, applies_deletion_vectors=True)
-    nothing = OptimizeResult(
-        version=snapshot.version,
-        committed=False,
-        files_added=0,
-        files_removed=0,
-        bytes_added=0,
-        bytes_removed=0,
-        partitions_optimized=0,
-        bins=0,
-        files_considered=files.num_rows,
-        skipped=tuple(skipped),
-    )
+    nothing = OptimizeResult.nothing(snapshot.version, files.num_rows, skipped)
     if not bins:
         return nothing
     refuse_table_rewrite(snapshot.protocol, snapshot.metadata)  # row ids are not preserved

@@ -216,18 +216,7 @@ def stage_optimize(
         "clusterBy": "[]",
         "auto": False,
     }
-    nothing = OptimizeResult(
-        version=snapshot.version,
-        committed=False,
-        files_added=0,
-        files_removed=0,
-        bytes_added=0,
-        bytes_removed=0,
-        partitions_optimized=0,
-        bins=0,
-        files_considered=files.num_rows,
-        skipped=tuple(skipped),
-    )
+    nothing = OptimizeResult.nothing(snapshot.version, files.num_rows, skipped)
     if not bins:
         return StagedOptimize(None, nothing, [])
 

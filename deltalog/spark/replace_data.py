@@ -193,13 +193,10 @@ def stage_data_replace(
         if candidates.num_rows:
             adds += _rewrite(df, table, candidates, predicate, write_new, options)
             staged.adds = adds
-        tx.add(adds)
-        if candidates.num_rows:
-            tx.remove(candidates)
-            staged._removed = candidates.num_rows
     except BaseException:
         staged.abort()
         raise
+    staged.stage(candidates)
     return staged
 
 

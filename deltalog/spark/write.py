@@ -365,13 +365,10 @@ def _stage_existing(
         if dynamic and adds:
             keys = [physical_name(schema.field(c)) for c in partition_columns]
             replaced = tx.read_files(written_partitions(adds, partition_columns, keys))
-        tx.add(adds)
-        if replaced is not None and replaced.num_rows:
-            tx.remove(replaced)
-            staged._removed = replaced.num_rows
     except BaseException:
         staged.abort()
         raise
+    staged.stage(replaced)
     return staged
 
 

@@ -16,7 +16,7 @@ optimize did.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,24 @@ class OptimizeResult:
     files_considered: int
     skipped: tuple[SkippedFile, ...] = ()
     metrics: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def nothing(
+        cls, version: int, files_considered: int, skipped: Sequence[SkippedFile] = ()
+    ) -> OptimizeResult:
+        """The result of an optimize that found nothing to compact (and committed nothing)."""
+        return cls(
+            version=version,
+            committed=False,
+            files_added=0,
+            files_removed=0,
+            bytes_added=0,
+            bytes_removed=0,
+            partitions_optimized=0,
+            bins=0,
+            files_considered=files_considered,
+            skipped=tuple(skipped),
+        )
 
 
 def optimize_metrics(

@@ -388,14 +388,7 @@ def _existing_table(
     batches = conformer.batches(reader)
     adds = _write(writer, batches, predicate, _rewritten(storage, tx, rewrite, predicate, schema))
     staged = StagedWrite(storage, adds, table=table, tx=tx, app=bool(settings.txns))
-    try:
-        tx.add(adds)
-        if replaced is not None and replaced.num_rows:
-            tx.remove(replaced)
-            staged._removed = replaced.num_rows
-    except BaseException:
-        staged.abort()
-        raise
+    staged.stage(replaced)
     return staged.commit()
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from deltalog.errors import (
     CommitStatusUnknownError,
     ProtocolChangedError,
@@ -80,6 +82,26 @@ class StagedWrite:
         self._app = app
         self._ignored = ignored
         self._finished = False
+
+    def stage(self, replaced: pa.Table | None = None) -> None:
+        """Put the written files, and the removes of ``replaced``, into the transaction.
+
+        Args:
+            replaced: Live files the write replaces (``None`` or empty: none).
+
+        Raises:
+            BaseException: Whatever staging raised, after :meth:`abort` deleted the files.
+        """
+        tx = self._tx
+        assert tx is not None, "only a write into an existing table stages into a transaction"
+        try:
+            tx.add(self.adds)
+            if replaced is not None and replaced.num_rows:
+                tx.remove(replaced)
+                self._removed = replaced.num_rows
+        except BaseException:
+            self.abort()
+            raise
 
     @property
     def read_version(self) -> int:
