@@ -2,9 +2,10 @@
 
 Layout (the protocol's "V2 spec" with "UUID-named" file naming, as delta-spark writes it):
 
-* ``_delta_log/_sidecars/<uuid>.parquet``: the ``add`` and ``remove`` rows, columns ``add``
-  and ``remove`` with the classic checkpoint's struct types (omitted when the table has no
-  file actions);
+* ``_delta_log/_sidecars/<version>.checkpoint.<part>.<parts>.<uuid>.parquet`` (named as
+  delta-spark names its sidecars, see :func:`sidecar_name`): the ``add`` and ``remove`` rows,
+  columns ``add`` and ``remove`` with the classic checkpoint's struct types (omitted when the
+  table has no file actions);
 * ``_delta_log/<version>.checkpoint.<uuid>.json``: one ``checkpointMetadata`` action, one
   ``sidecar`` action per sidecar, then ``protocol``, ``metaData``, ``txn`` and
   ``domainMetadata``;
@@ -61,6 +62,22 @@ def v2_checkpoint_name(version: int, unique: str) -> str:
     return f"{version:020d}.checkpoint.{unique}.json"
 
 
+def sidecar_name(version: int, part: int, parts: int, unique: str) -> str:
+    """``<version>.checkpoint.<part + 1>.<parts>.<uuid>.parquet``, as delta-spark names sidecars.
+
+    ``part`` counts from 0 among the ``parts`` sidecars the checkpoint writes (the name counts
+    from 1, as delta-spark's does).
+
+    The protocol asks only for a unique name, and deltalog 0.1 wrote ``<uuid>.parquet``
+    (still read: a sidecar is found by the path its ``sidecar`` action gives). delta-spark
+    writes ``<version:020>.checkpoint.<part:010>.<parts:010>.<uuid>.parquet`` (``part`` from
+    1), and Delta Kernel (Java) 3.2 to 4.1 parse the version out of that name, failing on any
+    other (delta-io/delta#4807). A sidecar reused by a later checkpoint keeps its name, so it
+    carries the version of the checkpoint that wrote it.
+    """
+    return f"{version:020d}.checkpoint.{part + 1:010d}.{parts:010d}.{unique}.parquet"
+
+
 @dataclass(frozen=True, slots=True)
 class ReusedSidecar:
     """A sidecar of an earlier checkpoint, referenced again unchanged.
@@ -76,11 +93,14 @@ class ReusedSidecar:
 
 
 def _publish_sidecar(
-    store: LogStore, log_path: str, sections: list[pa.Table], schema: pa.Schema
+    store: LogStore,
+    log_path: str,
+    sections: list[pa.Table],
+    schema: pa.Schema,
+    name: str,
 ) -> dict[str, Any]:
-    """Write one sidecar (fresh UUID name, create-if-absent); its ``sidecar`` action body."""
+    """Write one sidecar named ``name`` (create-if-absent); its ``sidecar`` action body."""
     data, _ = _to_parquet(sections, schema)
-    name = f"{uuid.uuid4()}.parquet"
     location = LogStore.join(LogStore.join(log_path, SIDECAR_DIR), name)
     store.write(location, data, overwrite=False)
     status = store.stat(location)
@@ -135,18 +155,21 @@ def _sidecar_actions(
             *_batches(schema, "add", content.adds, content.add_type),
             *_batches(schema, "remove", content.removes, REMOVE),
         ]
-        return [_publish_sidecar(store, log_path, sections, schema)], n_add + n_remove
+        name = sidecar_name(content.version, 0, 1, str(uuid.uuid4()))
+        return [_publish_sidecar(store, log_path, sections, schema, name)], n_add + n_remove
     sidecars = [dict(s.action) for s in reused]
     rows = sum(s.adds for s in reused)
+    parts = -(-n_add // max_sidecar_adds) + (1 if n_remove else 0)
+    names = [sidecar_name(content.version, i, parts, str(uuid.uuid4())) for i in range(parts)]
     if n_add:
         assert content.adds is not None
         for start in range(0, n_add, max_sidecar_adds):
             part = content.adds.slice(start, max_sidecar_adds)
             sections = [*_batches(schema, "add", part, content.add_type)]
-            sidecars.append(_publish_sidecar(store, log_path, sections, schema))
+            sidecars.append(_publish_sidecar(store, log_path, sections, schema, names.pop(0)))
     if n_remove:
         sections = [*_batches(schema, "remove", content.removes, REMOVE)]
-        sidecars.append(_publish_sidecar(store, log_path, sections, schema))
+        sidecars.append(_publish_sidecar(store, log_path, sections, schema, names.pop(0)))
     return sidecars, rows + n_add + n_remove
 
 
