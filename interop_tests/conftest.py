@@ -23,6 +23,10 @@ from testpaths import share_test_modules  # noqa: E402
 
 share_test_modules()
 
+# Delta Kernel (Java): its jars from Maven and the compiled probe, once per session.
+from kernelutil import kernel  # noqa: E402
+
+# The object-store servers' fixtures.
 from servers.fixtures import (  # noqa: E402
     azurite_server,
     cloud_table,
@@ -33,7 +37,15 @@ from servers.fixtures import (  # noqa: E402
 # PySpark sessions: plain, and with delta-spark's jars where they can be had.
 from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402
 
-__all__ = ["azurite_server", "cloud_table", "delta_spark", "gcs_server", "moto_server", "spark"]
+__all__ = [
+    "azurite_server",
+    "cloud_table",
+    "delta_spark",
+    "gcs_server",
+    "kernel",
+    "moto_server",
+    "spark",
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
