@@ -24,7 +24,7 @@ from testpaths import share_test_modules  # noqa: E402
 share_test_modules()
 
 # Delta Kernel (Java): its jars from Maven and the compiled probe, once per session.
-from kernelutil import kernel  # noqa: E402
+from kernelutil import kernel, old_kernel  # noqa: E402
 
 # The object-store servers' fixtures.
 from servers.fixtures import (  # noqa: E402
@@ -44,6 +44,7 @@ __all__ = [
     "gcs_server",
     "kernel",
     "moto_server",
+    "old_kernel",
     "spark",
 ]
 

@@ -7,7 +7,9 @@ checksums of the rows it read (deletion vectors applied); it can also append. Th
 Hadoop's shaded client among them) are resolved by Maven from ``kernel/pom.xml`` into
 ``~/.cache/deltalog-kernel/<version>`` once (a marker file records a complete copy), and the
 probe is compiled with ``javac`` once per test session. ``DELTALOG_KERNEL_JARS`` (a directory
-of jars) overrides the download.
+of jars) overrides the download. ``kernel/KernelFiles.java`` lists live files on Kernel
+:data:`OLD_KERNEL_VERSION`, one of the releases that need sidecar names to start with a
+version (fixture ``old_kernel``).
 
 Like delta-spark's jars (:mod:`sparkutil`), missing Java, Maven or jars skip the tests, unless
 ``DELTALOG_REQUIRE_SERVERS=1`` or ``DELTALOG_REQUIRE_DELTA_SPARK=1`` (both set by
@@ -38,10 +40,16 @@ import pytest
 from deltalog import DeltaTable
 
 KERNEL_VERSION = "4.4.0"
+HADOOP_VERSION = "3.4.2"  # the hadoop-client-runtime delta-kernel-defaults 4.4.0 depends on
+#: A release that parses a version out of V2-checkpoint sidecar names (delta-io/delta#4807),
+#: and the Hadoop client it depends on.
+OLD_KERNEL_VERSION, OLD_HADOOP_VERSION = "4.0.0", "3.4.0"
 JARS_ENV = "DELTALOG_KERNEL_JARS"
 SOURCE_DIR = Path(__file__).resolve().parent / "kernel"
 POM = SOURCE_DIR / "pom.xml"
 SOURCE = SOURCE_DIR / "KernelProbe.java"
+#: Lists live files with the API Kernel 3.2-4.4 share (for :data:`OLD_KERNEL_VERSION`).
+FILES_SOURCE = SOURCE_DIR / "KernelFiles.java"
 #: JVM options for short runs: one thread of compilation, no tiered C2, serial GC.
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss4m")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -60,17 +68,17 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"Delta Kernel unavailable: {reason}")
 
 
-def _resolve_jars() -> list[Path]:
+def _resolve_jars(version: str = KERNEL_VERSION, hadoop: str = HADOOP_VERSION) -> list[Path]:
     """Kernel's runtime classpath, from ``DELTALOG_KERNEL_JARS`` or Maven (cached)."""
     given = os.environ.get(JARS_ENV, "").strip()
-    if given:
+    if given and version == KERNEL_VERSION:
         jars = sorted(Path(given).glob("*.jar"))
         if not jars:
             _unavailable(f"{JARS_ENV}={given} holds no jar")
         return jars
-    cache = Path.home() / ".cache" / "deltalog-kernel" / KERNEL_VERSION
+    cache = Path.home() / ".cache" / "deltalog-kernel" / version
     marker = cache / ".complete"
-    stamp = hashlib.sha256(POM.read_bytes()).hexdigest()
+    stamp = hashlib.sha256(POM.read_bytes() + f"{version} {hadoop}".encode()).hexdigest()
     if marker.is_file() and marker.read_text() == stamp:
         return sorted(cache.glob("*.jar"))
     mvn = shutil.which("mvn")
@@ -89,6 +97,8 @@ def _resolve_jars() -> list[Path]:
             "dependency:copy-dependencies",
             f"-DoutputDirectory={cache}",
             "-DincludeScope=runtime",
+            f"-Dkernel.version={version}",
+            f"-Dhadoop.version={hadoop}",
         ],
         capture_output=True,
         text=True,
@@ -140,26 +150,69 @@ class KernelProbe:
         return version
 
 
-@pytest.fixture(scope="session")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelProbe]:
-    """The Kernel probe, resolved and compiled once per session (see the module docstring)."""
-    java, javac = shutil.which("java"), shutil.which("javac")
-    if java is None or javac is None:
-        _unavailable("java or javac is not on PATH")
-    assert java is not None and javac is not None
-    jars = _resolve_jars()
-    classes = tmp_path_factory.mktemp("kernel-probe")
+def _compile(source: Path, jars: list[Path], classes: Path) -> str:
+    """Compile ``source`` against ``jars`` into ``classes``; the classpath to run it with."""
+    javac = shutil.which("javac")
+    if javac is None:
+        _unavailable("javac is not on PATH")
+    assert javac is not None
     classpath = os.pathsep.join(str(j) for j in jars)
     done = subprocess.run(
-        [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(classes), "-cp", classpath, str(SOURCE)],
+        [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(classes), "-cp", classpath, str(source)],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     if done.returncode != 0:
-        pytest.fail(f"javac KernelProbe.java failed:\n{done.stdout}{done.stderr}")
-    yield KernelProbe(java, os.pathsep.join([str(classes), classpath]))
+        pytest.fail(f"javac {source.name} failed:\n{done.stdout}{done.stderr}")
+    return os.pathsep.join([str(classes), classpath])
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        _unavailable("java is not on PATH")
+    assert java is not None
+    return java
+
+
+@pytest.fixture(scope="session")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelProbe]:
+    """The Kernel probe, resolved and compiled once per session (see the module docstring)."""
+    java = _java()
+    classes = tmp_path_factory.mktemp("kernel-probe")
+    yield KernelProbe(java, _compile(SOURCE, _resolve_jars(), classes))
+
+
+@dataclass(frozen=True)
+class OldKernelFiles:
+    """``KernelFiles`` on :data:`OLD_KERNEL_VERSION`."""
+
+    java: str
+    classpath: str
+
+    def files(self, root: str | Path) -> dict[str, Any]:
+        """``{"version", "files"}`` of the latest snapshot, or ``{"error"}``."""
+        done = subprocess.run(
+            [self.java, *JVM_OPTIONS, "-cp", self.classpath, "KernelFiles", str(root)],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise AssertionError(done.stderr.decode(errors="replace")[-4000:])
+        out: dict[str, Any] = orjson.loads(done.stdout)
+        return out
+
+
+@pytest.fixture(scope="session")
+def old_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OldKernelFiles]:
+    """Kernel :data:`OLD_KERNEL_VERSION` listing files, resolved and compiled once."""
+    java = _java()
+    jars = _resolve_jars(OLD_KERNEL_VERSION, OLD_HADOOP_VERSION)
+    classes = tmp_path_factory.mktemp("kernel-files")
+    yield OldKernelFiles(java, _compile(FILES_SOURCE, jars, classes))
 
 
 def _bits(value: float) -> str:

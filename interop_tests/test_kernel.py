@@ -19,8 +19,9 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
-from kernelutil import KernelProbe, assert_same
+from kernelutil import KernelProbe, OldKernelFiles, assert_same
 
+import deltalog.checkpoints.v2 as v2
 import deltalog.maintenance.checkpointing as checkpointing
 from deltalog import DeltaTable, TimestampOutOfRangeError, write_table
 
@@ -128,23 +129,30 @@ def test_deletion_vectors_written_by_delete(kernel: KernelProbe, tmp_path: Path)
     assert_same(at_1, DeltaTable(str(root), version=1))
 
 
-def test_v2_checkpoint_with_reused_sidecars_and_a_json_tail(
-    kernel: KernelProbe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(checkpointing, "MAX_SIDECAR_ADDS", 2)  # several sidecars, some reused
-    root = tmp_path / "v2"
-    config = {"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "3"}
-    write_table(str(root), _typed(0, 10), partition_by=["b"], configuration=config)
-    for i in range(1, 8):  # two files a commit; version 4 rewrites version 0's
-        if i == 4:
-            DeltaTable(str(root)).delete("id < 3")
-        else:
-            write_table(str(root), _typed(10 * i, 10), mode="append")
-        DeltaTable(str(root)).wait_for_checkpoints()
+def _v2_table(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A V2-checkpoint table at version 7, its last checkpoint (6) reusing sidecars of the one
+    before (3); the sidecars of checkpoint 6."""
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpointing, "MAX_SIDECAR_ADDS", 2)  # several sidecars, some reused
+        config = {"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "3"}
+        write_table(str(root), _typed(0, 10), partition_by=["b"], configuration=config)
+        for i in range(1, 8):  # two files a commit; version 4 rewrites version 0's
+            if i == 4:
+                DeltaTable(str(root)).delete("id < 3")
+            else:
+                write_table(str(root), _typed(10 * i, 10), mode="append")
+            DeltaTable(str(root)).wait_for_checkpoints()
     table = DeltaTable(str(root))
     assert table.version() == 7 and table.snapshot.checkpoint_version == 6
     pointer = orjson.loads((root / "_delta_log" / "_last_checkpoint").read_bytes())
-    sidecars = [s["path"] for s in pointer["v2Checkpoint"]["sidecarFiles"]]
+    return [s["path"] for s in pointer["v2Checkpoint"]["sidecarFiles"]]
+
+
+def test_v2_checkpoint_with_reused_sidecars_and_a_json_tail(
+    kernel: KernelProbe, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "v2"
+    sidecars = _v2_table(root, monkeypatch)
     assert len(sidecars) > 1 and all(SPARK_SIDECAR.match(s) for s in sidecars)
     assert len({s[:20] for s in sidecars}) > 1  # reused ones name the checkpoint before
     copy = tmp_path / "from-checkpoint"
@@ -152,6 +160,28 @@ def test_v2_checkpoint_with_reused_sidecars_and_a_json_tail(
     [result] = kernel.read(copy, "latest")
     assert_same(result, DeltaTable(str(copy)))
     _agree(kernel, root, [3, 5])
+
+
+def test_kernel_4_0_reads_sidecars_named_as_delta_spark_names_them(
+    old_kernel: OldKernelFiles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernel 3.2-4.1 take a sidecar's version from its name (delta-io/delta#4807)."""
+    root = tmp_path / "v2"
+    sidecars = _v2_table(root, monkeypatch)
+    assert all(SPARK_SIDECAR.match(s) for s in sidecars)
+    copy = tmp_path / "from-checkpoint"
+    _only_from_checkpoint(root, copy, 6)
+    for table in (root, copy):
+        listed = old_kernel.files(table)
+        assert listed.get("version") == 7, listed
+        assert sorted(listed["files"]) == sorted(DeltaTable(str(table)).files()["path"].to_pylist())
+    # deltalog 0.1's <uuid>.parquet sidecars: deltalog reads them, Kernel 4.0 cannot.
+    old = tmp_path / "old-names"
+    with monkeypatch.context() as patch:
+        patch.setattr(v2, "sidecar_name", lambda version, part, parts, unique: f"{unique}.parquet")
+        old_sidecars = _v2_table(old, monkeypatch)
+    assert not any(SPARK_SIDECAR.match(s) for s in old_sidecars)
+    assert "NumberFormatException" in old_kernel.files(old)["error"]
 
 
 def test_classic_checkpoint_and_a_json_tail(kernel: KernelProbe, tmp_path: Path) -> None:
