@@ -20,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import kernelutil
 import orjson
 import pyarrow as pa
 import pytest
@@ -267,3 +268,18 @@ def test_kernel_appends_after_deltalog_and_deltalog_reads_them(
     assert table.check(data_files=True).findings == []
     write_table(str(root), data.slice(0, 2), mode="append")  # deltalog continues after Kernel
     _agree(kernel, root, [1])
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_jars_that_cannot_be_had_fail_when_required(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, required: bool
+) -> None:
+    """No cached jars and no Maven: a failure under ``scripts/test.sh`` (CI), else a skip."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no mvn
+    monkeypatch.delenv(kernelutil.JARS_ENV, raising=False)
+    monkeypatch.delenv("DELTALOG_REQUIRE_SERVERS", raising=False)
+    monkeypatch.setenv("DELTALOG_REQUIRE_DELTA_SPARK", "1" if required else "0")
+    expected = pytest.fail.Exception if required else pytest.skip.Exception
+    with pytest.raises(expected, match="mvn is not on PATH"):
+        kernelutil._resolve_jars()
