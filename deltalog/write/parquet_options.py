@@ -1,23 +1,29 @@
-"""How data files are written: codec, row groups, dictionary encoding, file size.
+"""How data files are written: codec, row groups, pages, dictionary encoding, file size.
 
 As delta-spark writes Parquet through parquet-mr: snappy unless asked otherwise, row groups of
-up to 128 MiB (``parquet.block.size``), and dictionary encoding where it pays. parquet-mr tries
-a dictionary for every column and falls back to plain encoding once the dictionary outgrows a
-page; the data writer decides per column from the first rows instead (see
-:func:`dictionary_columns`), which gives the same files for low-cardinality columns and spares
-building a dictionary only to throw it away for unique ones (ids, timestamps, random doubles).
+up to 128 MiB (``parquet.block.size``), data pages of 1 MiB or 20,000 values
+(``parquet.page.size``, ``parquet.page.row.count.limit``), and dictionary encoding where it
+pays. parquet-mr dictionary-encodes a column's first page and keeps the dictionary only if
+that page came out smaller than plain, then falls back to plain for the rest of the row group
+once the dictionary outgrows 1 MiB (``parquet.dictionary.page.size``). pyarrow would build a
+dictionary for every column and fall back only at that limit, which costs a unique id column
+a 1 MiB dictionary and its indices per row group; :func:`dictionary_columns` applies
+parquet-mr's first-page test up front instead, and pyarrow's ``dictionary_pagesize_limit``
+does the fallback.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidOptionError
 
-__all__ = ["CODECS", "ParquetOptions", "dictionary_columns"]
+__all__ = ["CODECS", "ParquetOptions", "dictionary_columns", "writer_arguments"]
 
 #: Spark's codec names mapped to pyarrow's, and the infix Spark puts in file names.
 CODECS = {
@@ -35,10 +41,12 @@ CODECS = {
 ROW_GROUP_BYTES = 128 << 20
 #: delta-rs's default ``target_file_size`` (``delta.targetFileSize``): 100 MiB.
 TARGET_FILE_SIZE = 100 << 20
-#: Rows looked at to decide whether a column gets a dictionary.
-_SAMPLE_ROWS = 1 << 13
-#: A column whose sample has more distinct values than this share of its rows is written plain.
-_DICTIONARY_RATIO = 0.5
+#: parquet-mr's ``parquet.page.size``: bytes of values per data page.
+PAGE_BYTES = 1 << 20
+#: parquet-mr's ``parquet.page.row.count.limit``: values per data page at most.
+PAGE_ROWS = 20_000
+#: parquet-mr's ``parquet.dictionary.page.size``: past it a column falls back to plain.
+DICTIONARY_PAGE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,13 +94,34 @@ class ParquetOptions:
             raise InvalidOptionError("threads and max_open_files must be at least 1")
 
 
-def dictionary_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
-    """The columns worth a dictionary, judged from the first rows of ``table``.
+def writer_arguments(first: pa.Table, codec: str) -> dict[str, Any]:
+    """Keyword arguments of ``pyarrow.parquet.ParquetWriter`` for a file of parquet-mr's layout.
 
-    A column gets one when its sample holds at most half as many distinct values as rows
-    (nested columns always do, as parquet-mr has them).
+    Args:
+        first: The file's first row group (dictionary columns are chosen from its first rows).
+        codec: pyarrow's name of the codec (the first item of a :data:`CODECS` value).
     """
-    sample = table.slice(0, _SAMPLE_ROWS)
+    return {
+        "compression": codec,
+        "use_dictionary": dictionary_columns(first),
+        "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
+        "data_page_size": PAGE_BYTES,
+        "max_rows_per_page": PAGE_ROWS,
+        "write_statistics": True,
+    }
+
+
+def dictionary_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
+    """The columns worth a dictionary, judged as parquet-mr judges them on its first page.
+
+    parquet-mr dictionary-encodes a column's first page (up to 20,000 values), then keeps the
+    dictionary only if the dictionary plus the bit-packed indices take fewer bytes than the
+    values written plain (``isCompressionSatisfying``); otherwise the whole column chunk is
+    written plain. The same test runs here on the first :data:`PAGE_ROWS` rows of ``table``.
+    Boolean columns never get one (parquet-mr's v1 writer has none for them), nested columns
+    always do, as do Arrow dictionary columns and columns with no values in the sample.
+    """
+    sample = table.slice(0, PAGE_ROWS)
     out = []
     for name, column in zip(sample.column_names, sample.columns, strict=True):
         t = column.type
@@ -101,17 +130,44 @@ def dictionary_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
         if pa.types.is_nested(t):
             out.extend(_leaf_paths(t, name))
             continue
-        if pa.types.is_dictionary(t):
-            out.append(name)
-            continue
-        rows = len(column) - column.null_count
-        if rows <= 0:
-            out.append(name)
-            continue
-        distinct = pc.count_distinct(column).as_py()
-        if distinct <= rows * _DICTIONARY_RATIO:
+        if pa.types.is_dictionary(t) or _dictionary_pays(column):
             out.append(name)
     return out
+
+
+def _dictionary_pays(column: pa.Array | pa.ChunkedArray) -> bool:
+    """parquet-mr's test: dictionary + indices smaller than the plain values."""
+    values = column.drop_null()
+    count = len(values)
+    if count == 0:
+        return True
+    distinct = pc.unique(values)
+    width = _plain_width(values.type)
+    if width is None:  # variable length: a 4-byte length before each value
+        if pa.types.is_binary_view(values.type) or pa.types.is_string_view(values.type):
+            values, distinct = values.cast(pa.large_binary()), distinct.cast(pa.large_binary())
+        plain = 4 * count + int(pc.sum(pc.binary_length(values)).as_py() or 0)
+        dictionary = 4 * len(distinct) + int(pc.sum(pc.binary_length(distinct)).as_py() or 0)
+    else:
+        plain, dictionary = width * count, width * len(distinct)
+    bits = (len(distinct) - 1).bit_length()
+    indices = 1 + (count * bits + 7) // 8
+    return dictionary + indices < plain
+
+
+def _plain_width(t: pa.DataType) -> int | None:
+    """Bytes of one value of ``t`` written plain by pyarrow; ``None`` for variable length."""
+    if pa.types.is_decimal(t):  # FIXED_LEN_BYTE_ARRAY of the fewest bytes holding the precision
+        return int(math.ceil(t.precision * math.log2(10)) + 1 + 7) // 8
+    if pa.types.is_float16(t):
+        return 2
+    if pa.types.is_fixed_size_binary(t):
+        return int(t.byte_width)
+    try:
+        bits = int(t.bit_width)
+    except ValueError:
+        return None
+    return 4 if bits <= 32 else bits // 8  # INT32 holds the narrower integers
 
 
 def _leaf_paths(t: pa.DataType, path: str) -> list[str]:
