@@ -49,6 +49,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))  # this checkout's deltalog, in the driver and (below) the workers
 import harness  # noqa: E402
 
 SPARK_ENGINES = ("delta-spark", "deltalog.spark")
@@ -195,11 +196,16 @@ def _timed(write: Callable[[], Any], target: Path, rows: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, dict[str, list[dict[str, Any]]]]:
     import deltalog.spark
 
+    if not deltalog.__file__ or not deltalog.__file__.startswith(str(ROOT)):
+        raise SystemExit(f"deltalog is imported from {deltalog.__file__}, not from {ROOT}")
+
     spark = _session()
     df = _frame(spark, args.rows)
     harness.log(f"caching {args.rows:,} rows: {df.count():,}")
     where = spark.range(1).mapInArrow(_where_deltalog, "f string").collect()[0][0]
     harness.log(f"executors import deltalog from {where}")
+    if not where.startswith(str(ROOT)):
+        raise SystemExit(f"the executors import deltalog from {where}, not from {ROOT}")
     results: dict[str, dict[str, list[dict[str, Any]]]] = {"spark": {e: [] for e in SPARK_ENGINES}}
     with tempfile.TemporaryDirectory(prefix="bench-spark-write-") as tmp:
         writers: dict[str, Callable[[Path], Any]] = {
