@@ -3,27 +3,35 @@
 As delta-spark writes Parquet through parquet-mr: snappy unless asked otherwise, row groups of
 up to 128 MiB (``parquet.block.size``), data pages of 1 MiB or 20,000 values
 (``parquet.page.size``, ``parquet.page.row.count.limit``), and dictionary encoding where it
-pays. parquet-mr dictionary-encodes a column's first page and keeps the dictionary only if
-that page came out smaller than plain, then falls back to plain for the rest of the row group
-once the dictionary outgrows 1 MiB (``parquet.dictionary.page.size``). pyarrow would build a
-dictionary for every column and fall back only at that limit, which costs a unique id column
-a 1 MiB dictionary and its indices per row group; :func:`dictionary_columns` applies
-parquet-mr's first-page test up front instead, and pyarrow's ``dictionary_pagesize_limit``
-does the fallback.
+pays (:mod:`deltalog.write.dictionary_encoding`: parquet-mr's first-page test, and one over
+the row group that parquet-mr lacks), falling back to plain for the rest of a row group once
+a dictionary outgrows 1 MiB (``parquet.dictionary.page.size``). pyarrow's own default, a
+dictionary for every column with that fallback, costs a unique id column a 1 MiB dictionary
+and its indices per row group.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.errors import InvalidOptionError
+from deltalog.write.dictionary_encoding import (
+    DICTIONARY_PAGE_BYTES,
+    PAGE_ROWS,
+    dictionary_columns,
+)
 
-__all__ = ["CODECS", "ParquetOptions", "dictionary_columns", "writer_arguments"]
+__all__ = [
+    "CODECS",
+    "DICTIONARY_PAGE_BYTES",
+    "PAGE_ROWS",
+    "ParquetOptions",
+    "dictionary_columns",
+    "writer_arguments",
+]
 
 #: Spark's codec names mapped to pyarrow's, and the infix Spark puts in file names.
 CODECS = {
@@ -43,10 +51,6 @@ ROW_GROUP_BYTES = 128 << 20
 TARGET_FILE_SIZE = 100 << 20
 #: parquet-mr's ``parquet.page.size``: bytes of values per data page.
 PAGE_BYTES = 1 << 20
-#: parquet-mr's ``parquet.page.row.count.limit``: values per data page at most.
-PAGE_ROWS = 20_000
-#: parquet-mr's ``parquet.dictionary.page.size``: past it a column falls back to plain.
-DICTIONARY_PAGE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -103,86 +107,9 @@ def writer_arguments(first: pa.Table, codec: str) -> dict[str, Any]:
     """
     return {
         "compression": codec,
-        "use_dictionary": dictionary_columns(first),
+        "use_dictionary": dictionary_columns(first, codec),
         "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
         "data_page_size": PAGE_BYTES,
         "max_rows_per_page": PAGE_ROWS,
         "write_statistics": True,
     }
-
-
-def dictionary_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
-    """The columns worth a dictionary, judged as parquet-mr judges them on its first page.
-
-    parquet-mr dictionary-encodes a column's first page (up to 20,000 values), then keeps the
-    dictionary only if the dictionary plus the bit-packed indices take fewer bytes than the
-    values written plain (``isCompressionSatisfying``); otherwise the whole column chunk is
-    written plain. The same test runs here on the first :data:`PAGE_ROWS` rows of ``table``.
-    Boolean columns never get one (parquet-mr's v1 writer has none for them), nested columns
-    always do, as do Arrow dictionary columns and columns with no values in the sample.
-    """
-    sample = table.slice(0, PAGE_ROWS)
-    out = []
-    for name, column in zip(sample.column_names, sample.columns, strict=True):
-        t = column.type
-        if pa.types.is_boolean(t):
-            continue
-        if pa.types.is_nested(t):
-            out.extend(_leaf_paths(t, name))
-            continue
-        if pa.types.is_dictionary(t) or _dictionary_pays(column):
-            out.append(name)
-    return out
-
-
-def _dictionary_pays(column: pa.Array | pa.ChunkedArray) -> bool:
-    """parquet-mr's test: dictionary + indices smaller than the plain values."""
-    values = column.drop_null()
-    count = len(values)
-    if count == 0:
-        return True
-    distinct = pc.unique(values)
-    width = _plain_width(values.type)
-    if width is None:  # variable length: a 4-byte length before each value
-        if pa.types.is_binary_view(values.type) or pa.types.is_string_view(values.type):
-            values, distinct = values.cast(pa.large_binary()), distinct.cast(pa.large_binary())
-        plain = 4 * count + int(pc.sum(pc.binary_length(values)).as_py() or 0)
-        dictionary = 4 * len(distinct) + int(pc.sum(pc.binary_length(distinct)).as_py() or 0)
-    else:
-        plain, dictionary = width * count, width * len(distinct)
-    bits = (len(distinct) - 1).bit_length()
-    indices = 1 + (count * bits + 7) // 8
-    return dictionary + indices < plain
-
-
-def _plain_width(t: pa.DataType) -> int | None:
-    """Bytes of one value of ``t`` written plain by pyarrow; ``None`` for variable length."""
-    if pa.types.is_decimal(t):  # FIXED_LEN_BYTE_ARRAY of the fewest bytes holding the precision
-        return int(math.ceil(t.precision * math.log2(10)) + 1 + 7) // 8
-    if pa.types.is_float16(t):
-        return 2
-    if pa.types.is_fixed_size_binary(t):
-        return int(t.byte_width)
-    try:
-        bits = int(t.bit_width)
-    except ValueError:
-        return None
-    return 4 if bits <= 32 else bits // 8  # INT32 holds the narrower integers
-
-
-def _leaf_paths(t: pa.DataType, path: str) -> list[str]:
-    """The Parquet column paths under a nested column (pyarrow's compliant names)."""
-    if pa.types.is_struct(t):
-        return [
-            p
-            for i in range(t.num_fields)
-            for p in _leaf_paths(t.field(i).type, f"{path}.{t.field(i).name}")
-        ]
-    if pa.types.is_map(t):
-        return [
-            *_leaf_paths(t.key_type, f"{path}.key_value.key"),
-            *_leaf_paths(t.item_type, f"{path}.key_value.value"),
-        ]
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _leaf_paths(t.value_type, f"{path}.list.element")
-    return [path]

@@ -13,6 +13,7 @@ import pytest
 from deltalog.logstores import open_store
 from deltalog.protocol.schema import StructType
 from deltalog.write.data_writer import DataWriter
+from deltalog.write.dictionary_encoding import estimate_distinct
 from deltalog.write.parquet_options import (
     DICTIONARY_PAGE_BYTES,
     PAGE_ROWS,
@@ -46,7 +47,7 @@ def _encodings(meta: pq.FileMetaData) -> dict[str, set[str]]:
 def _cardinality_table(rows: int = ROWS) -> pa.Table:
     rng = np.random.default_rng(3)
     mid = rng.integers(0, 30_000, rows)
-    wide = rng.integers(0, 100_000, rows)
+    wide = rng.integers(0, 1_000_000, rows)
     return pa.table(
         {
             "id": np.arange(rows),
@@ -54,7 +55,7 @@ def _cardinality_table(rows: int = ROWS) -> pa.Table:
             "few": pa.array(rng.integers(0, 30, rows)).cast(pa.string()),
             "mid_long": mid,  # 30,000 values: parquet-mr keeps the dictionary
             "mid_str": pa.array(mid).cast(pa.string()),
-            "wide_str": pa.array(wide).cast(pa.string()),  # 100,000: its first page is plain
+            "wide_str": pa.array(wide).cast(pa.string()),  # nearly unique: plain
             "flag": rng.integers(0, 2, rows) == 1,
         }
     )
@@ -66,6 +67,34 @@ def test_dictionary_where_parquet_mrs_first_page_test_keeps_one(tmp_path: Path) 
     assert dictionary == {"few", "mid_long", "mid_str"}
     for name in ("id", "x", "wide_str", "flag"):
         assert "PLAIN" in encodings[name]
+
+
+def test_a_dictionary_for_the_row_group_where_the_first_page_test_fails(tmp_path: Path) -> None:
+    # 100,000 values in a million rows: 18,000 distinct in the first 20,000 (parquet-mr writes
+    # the column plain), but one dictionary for the row group takes half the bytes.
+    rows = 1 << 20
+    rng = np.random.default_rng(11)
+    table = pa.table(
+        {
+            "k100": pa.array(rng.integers(0, 100_000, rows)).cast(pa.string()),
+            "k300": rng.integers(0, 300_000, rows),  # 2.4 MB of dictionary: past the limit
+        }
+    )
+    meta = _write(tmp_path / "ours", table)
+    assert meta.num_row_groups == 1
+    encodings = _encodings(meta)
+    assert "RLE_DICTIONARY" in encodings["k100"]
+    assert "RLE_DICTIONARY" not in encodings["k300"]
+    pq.write_table(table.select(["k100"]), tmp_path / "plain.parquet", use_dictionary=False)
+    plain = pq.ParquetFile(tmp_path / "plain.parquet").metadata.row_group(0).column(0)
+    assert meta.row_group(0).column(0).total_compressed_size < 0.6 * plain.total_compressed_size
+
+
+def test_distinct_values_estimated_from_the_repeats_in_a_sample() -> None:
+    assert estimate_distinct(20_000, 20_000) == float("inf")
+    assert estimate_distinct(20_000, 18_127) == pytest.approx(100_000, rel=0.01)
+    assert estimate_distinct(20_000, 14_600) == pytest.approx(30_000, rel=0.01)
+    assert estimate_distinct(10, 1) == pytest.approx(1, abs=0.01)
 
 
 def test_a_dictionary_past_its_page_limit_falls_back_to_plain(tmp_path: Path) -> None:
