@@ -18,14 +18,16 @@ Columns: ``id`` long (unique), ``part`` string (30 values), ``x`` double (random
 (100,000 values: parquet-mr writes it plain), ``ts`` timestamp (unique; delta-spark writes it as
 INT96, 12 bytes a value, deltalog as INT64 microseconds) and ``name`` string (unique). Reported:
 data-file bytes (the log excluded), files, row groups, wall seconds and CPU seconds of the write
-(the driver process and every process under it: the JVM and Spark's Python workers), medians,
+(the driver process and every process under it: the JVM and Spark's Python workers; a worker
+that exits during a write loses its last stretch), medians,
 and the ratios deltalog / delta-spark; per column, the compressed bytes and encodings of each
 engine's files. Each table is read back by deltalog (row count from the log) and the row
 count checked.
 
 Then, unless ``--skip-python``, the same rows as one pyarrow Table (collected from the cached
 DataFrame) are written by ``deltalog.write_table`` and delta-rs's ``write_deltalake`` in this
-process, alternating, ``--repeat`` times: bytes, files, wall and CPU seconds.
+process, alternating, ``--repeat`` times: bytes, files, wall and CPU seconds (of this process:
+both engines write in it).
 
 The load average before and after and the machine's CPU use by other processes during the run
 (``/proc/stat``) are reported: the 2-core machine is shared. Results go to
@@ -107,8 +109,8 @@ def _frame(spark: Any, rows: int) -> Any:
     return df.cache()
 
 
-def _tree_cpu_s() -> float:
-    """CPU seconds of this process and every live process under it (with reaped children)."""
+def _tree_cpu() -> dict[int, float]:
+    """CPU seconds of this process and of every live process under it, by pid."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -119,13 +121,26 @@ def _tree_cpu_s() -> float:
             except (OSError, IndexError, ValueError):
                 continue
     me = os.getpid()
-    total = 0.0
+    out = {}
     for pid in parents:
         p = pid
         while p not in (0, 1, me) and p in parents:
             p = parents[p]
         if p == me:
-            total += _cpu_with_children(pid)
+            out[pid] = _cpu_with_children(pid)
+    return out
+
+
+def _tree_cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU the process tree used between two :func:`_tree_cpu` readings.
+
+    A process that ended in between (a Spark Python worker) loses its last stretch; one that
+    started counts whole.
+    """
+    total = 0.0
+    for pid, cpu in after.items():
+        earlier = before.get(pid, 0.0)
+        total += cpu - earlier if cpu >= earlier else cpu  # a reused pid: a new process
     return total
 
 
@@ -180,11 +195,16 @@ def _rows_in_log(path: Path) -> int:
     return int(sum(flat.column("num_records").to_pylist()))
 
 
-def _timed(write: Callable[[], Any], target: Path, rows: int) -> dict[str, Any]:
+def _timed(
+    write: Callable[[], Any], target: Path, rows: int, *, tree: bool = True
+) -> dict[str, Any]:
+    """Run ``write``: wall and CPU seconds (of the process tree, or of this process alone)."""
     shutil.rmtree(target, ignore_errors=True)
-    busy0, cpu0, wall0 = harness.system_busy_s(), _tree_cpu_s(), time.perf_counter()
+    tree0, self0 = _tree_cpu() if tree else {}, harness.self_cpu_s()
+    busy0, wall0 = harness.system_busy_s(), time.perf_counter()
     write()
-    wall, cpu = time.perf_counter() - wall0, _tree_cpu_s() - cpu0
+    wall = time.perf_counter() - wall0
+    cpu = _tree_cpu_used(tree0, _tree_cpu()) if tree else harness.self_cpu_s() - self0
     busy = harness.system_busy_s() - busy0
     result: dict[str, Any] = {"wall": wall, "cpu": cpu, "others_cpu_s": max(0.0, busy - cpu)}
     result.update(_layout(target))
@@ -254,7 +274,7 @@ def _python_rows(df: Any, args: argparse.Namespace, tmp: Path) -> dict[str, list
             harness.log(f"python round {i + 1}/{args.repeat}: {engine}")
             target = tmp / engine
             out[engine].append(
-                _timed(lambda e=engine, t=target: writers[e](t), target, table.num_rows)
+                _timed(lambda e=engine, t=target: writers[e](t), target, table.num_rows, tree=False)
             )
     return out
 
