@@ -56,6 +56,7 @@ def run_job(
     options: dict[str, str],
     *,
     max_records_per_file: int | None = None,
+    compression: str | None = None,
 ) -> list[AddFile]:
     """Run the Spark job that writes the data files; the ``add`` actions for them.
 
@@ -72,6 +73,7 @@ def run_job(
         written,
         options,
         max_records_per_file=max_records_per_file,
+        compression=compression,
     )
     return run_tasks(df, lambda batches: write_task(plan, batches), uri, options)
 
@@ -86,18 +88,22 @@ def task_plan(
     options: dict[str, str],
     *,
     max_records_per_file: int | None = None,
+    compression: str | None = None,
 ) -> TaskPlan:
     """The plan the write tasks get: codec and file limits from the session, table settings.
 
     ``max_records_per_file`` (the ``maxRecordsPerFile`` option) overrides the session's
-    ``spark.sql.files.maxRecordsPerFile``; 0 or less means no limit.
+    ``spark.sql.files.maxRecordsPerFile``; 0 or less means no limit. ``compression`` (the
+    ``compression`` option, checked already) overrides ``spark.sql.parquet.compression.codec``.
 
     Raises:
         InvalidInputError: The session's Parquet codec is not one deltalog can write.
     """
     conf = spark.conf
     codec = str(conf.get("spark.sql.parquet.compression.codec", "snappy") or "snappy").lower()
-    if codec not in CODECS:
+    if compression is not None:
+        codec = compression
+    elif codec not in CODECS:
         raise InvalidInputError(
             f"spark.sql.parquet.compression.codec={codec!r} is not one deltalog can write "
             f"({sorted(CODECS)})"

@@ -16,6 +16,7 @@ from typing import Literal, TypeVar
 
 from deltalog.errors import ConflictingOptionsError, InvalidOptionError, InvalidWriteModeError
 from deltalog.stats.predicate_input import PredicateLike
+from deltalog.write.parquet_options import CODECS
 
 #: A write mode as given (any case); see :data:`MODES`.
 Mode = Literal["append", "overwrite", "error", "errorifexists", "default", "ignore"]
@@ -51,6 +52,7 @@ OPTIONS = {
         "userMetadata",
         "partitionOverwriteMode",
         "maxRecordsPerFile",
+        "compression",
     )
 }
 #: Session configurations delta-spark falls back to when the option is not given.
@@ -76,6 +78,8 @@ class WriteSettings:
         partition_overwrite_mode: ``static`` or ``dynamic`` (``None``: the session's).
         max_records_per_file: ``maxRecordsPerFile`` (``None``: the session's
             ``spark.sql.files.maxRecordsPerFile``; 0 or less: no limit).
+        compression: ``compression``, the Parquet codec in Spark's names, lower case (``None``:
+            the session's ``spark.sql.parquet.compression.codec``).
     """
 
     mode: ResolvedMode
@@ -87,6 +91,7 @@ class WriteSettings:
     user_metadata: str | None = None
     partition_overwrite_mode: Literal["static", "dynamic"] | None = None
     max_records_per_file: int | None = None
+    compression: str | None = None
 
 
 def resolve(
@@ -172,7 +177,22 @@ def resolve(
         if overwrite_mode == "dynamic"
         else ("static" if overwrite_mode == "static" else None),
         max_records_per_file=_long(given, "maxRecordsPerFile", negative=True),
+        compression=_codec(given.get("compression")),
     )
+
+
+def _codec(text: str | None) -> str | None:
+    """The ``compression`` option's codec, lower case, if it is one deltalog writes."""
+    if text is None:
+        return None
+    codec = text.strip().lower()
+    if codec not in CODECS:
+        raise InvalidOptionError(
+            f"option 'compression' must be a Parquet codec deltalog writes ({sorted(CODECS)}), "
+            f"not {text!r}; nothing was written",
+            option="compression",
+        )
+    return codec
 
 
 def _by_name(options: Mapping[str, OptionValue] | None) -> dict[str, str]:

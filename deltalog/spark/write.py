@@ -121,7 +121,9 @@ def write(
         mode: ``error`` (default), ``append``, ``overwrite`` or ``ignore``; any case.
         options: delta-spark's write options, names in any case: ``mergeSchema``,
             ``overwriteSchema``, ``replaceWhere``, ``txnAppId``, ``txnVersion``,
-            ``userMetadata``, ``partitionOverwriteMode``, ``maxRecordsPerFile``.
+            ``userMetadata``, ``partitionOverwriteMode``, ``maxRecordsPerFile``,
+            ``compression`` (the Parquet codec; default: the session's
+            ``spark.sql.parquet.compression.codec``, snappy).
         partition_by: Partition columns of a new table; for an existing table, empty or the
             table's own (other columns only with ``overwriteSchema`` in overwrite mode).
         predicate: The overwrite predicate (delta-spark's ``replaceWhere`` option, delta-rs'
@@ -339,6 +341,7 @@ def _stage_existing(
                 cols,
                 options,
                 max_records_per_file=settings.max_records_per_file,
+                compression=settings.compression,
             ),
             options=options,
             app=settings.app_id is not None,
@@ -357,6 +360,7 @@ def _stage_existing(
         written,
         options,
         max_records_per_file=settings.max_records_per_file,
+        compression=settings.compression,
     )
     staged = StagedWrite(table._storage, adds, table=table, tx=tx, app=settings.app_id is not None)
     try:
@@ -403,6 +407,7 @@ def _stage_new_table(
         written,
         options,
         max_records_per_file=settings.max_records_per_file,
+        compression=settings.compression,
     )
     staged = StagedWrite(storage, adds, app=settings.app_id is not None)
     try:

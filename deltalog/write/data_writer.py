@@ -49,7 +49,7 @@ from deltalog.protocol.schema import StructType
 from deltalog.write.batch_stats import StatsCollector
 from deltalog.write.check_constraints import check_constraints, enforce_checks
 from deltalog.write.constraints import enforce, has_constraints
-from deltalog.write.parquet_options import CODECS, ParquetOptions, dictionary_columns
+from deltalog.write.parquet_options import CODECS, ParquetOptions, writer_arguments
 from deltalog.write.partition_split import PartitionKey, split_by_partition, utc_timestamps
 
 __all__ = ["DataWriter"]
@@ -421,11 +421,7 @@ class _File:
         self.stats.update(table)
         if self.writer is None:
             self.writer = pq.ParquetWriter(
-                self.sink,
-                table.schema,
-                compression=self.codec,
-                use_dictionary=dictionary_columns(table),
-                write_statistics=True,
+                self.sink, table.schema, **writer_arguments(table, self.codec)
             )
         self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.encoded_from += table.nbytes

@@ -1,23 +1,37 @@
-"""How data files are written: codec, row groups, dictionary encoding, file size.
+"""How data files are written: codec, row groups, pages, dictionary encoding, file size.
 
 As delta-spark writes Parquet through parquet-mr: snappy unless asked otherwise, row groups of
-up to 128 MiB (``parquet.block.size``), and dictionary encoding where it pays. parquet-mr tries
-a dictionary for every column and falls back to plain encoding once the dictionary outgrows a
-page; the data writer decides per column from the first rows instead (see
-:func:`dictionary_columns`), which gives the same files for low-cardinality columns and spares
-building a dictionary only to throw it away for unique ones (ids, timestamps, random doubles).
+up to 128 MiB (``parquet.block.size``), data pages of 1 MiB or 20,000 values
+(``parquet.page.size``, ``parquet.page.row.count.limit``), and dictionary encoding where it
+pays (:mod:`deltalog.write.dictionary_encoding`: parquet-mr's first-page test, and one over
+the row group that parquet-mr lacks), falling back to plain for the rest of a row group once
+a dictionary outgrows 1 MiB (``parquet.dictionary.page.size``). pyarrow's own default, a
+dictionary for every column with that fallback, costs a unique id column a 1 MiB dictionary
+and its indices per row group.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.errors import InvalidOptionError
+from deltalog.write.dictionary_encoding import (
+    DICTIONARY_PAGE_BYTES,
+    PAGE_ROWS,
+    dictionary_columns,
+)
 
-__all__ = ["CODECS", "ParquetOptions", "dictionary_columns"]
+__all__ = [
+    "CODECS",
+    "DICTIONARY_PAGE_BYTES",
+    "PAGE_ROWS",
+    "ParquetOptions",
+    "dictionary_columns",
+    "writer_arguments",
+]
 
 #: Spark's codec names mapped to pyarrow's, and the infix Spark puts in file names.
 CODECS = {
@@ -35,10 +49,8 @@ CODECS = {
 ROW_GROUP_BYTES = 128 << 20
 #: delta-rs's default ``target_file_size`` (``delta.targetFileSize``): 100 MiB.
 TARGET_FILE_SIZE = 100 << 20
-#: Rows looked at to decide whether a column gets a dictionary.
-_SAMPLE_ROWS = 1 << 13
-#: A column whose sample has more distinct values than this share of its rows is written plain.
-_DICTIONARY_RATIO = 0.5
+#: parquet-mr's ``parquet.page.size``: bytes of values per data page.
+PAGE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,47 +98,18 @@ class ParquetOptions:
             raise InvalidOptionError("threads and max_open_files must be at least 1")
 
 
-def dictionary_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
-    """The columns worth a dictionary, judged from the first rows of ``table``.
+def writer_arguments(first: pa.Table, codec: str) -> dict[str, Any]:
+    """Keyword arguments of ``pyarrow.parquet.ParquetWriter`` for a file of parquet-mr's layout.
 
-    A column gets one when its sample holds at most half as many distinct values as rows
-    (nested columns always do, as parquet-mr has them).
+    Args:
+        first: The file's first row group (dictionary columns are chosen from its first rows).
+        codec: pyarrow's name of the codec (the first item of a :data:`CODECS` value).
     """
-    sample = table.slice(0, _SAMPLE_ROWS)
-    out = []
-    for name, column in zip(sample.column_names, sample.columns, strict=True):
-        t = column.type
-        if pa.types.is_boolean(t):
-            continue
-        if pa.types.is_nested(t):
-            out.extend(_leaf_paths(t, name))
-            continue
-        if pa.types.is_dictionary(t):
-            out.append(name)
-            continue
-        rows = len(column) - column.null_count
-        if rows <= 0:
-            out.append(name)
-            continue
-        distinct = pc.count_distinct(column).as_py()
-        if distinct <= rows * _DICTIONARY_RATIO:
-            out.append(name)
-    return out
-
-
-def _leaf_paths(t: pa.DataType, path: str) -> list[str]:
-    """The Parquet column paths under a nested column (pyarrow's compliant names)."""
-    if pa.types.is_struct(t):
-        return [
-            p
-            for i in range(t.num_fields)
-            for p in _leaf_paths(t.field(i).type, f"{path}.{t.field(i).name}")
-        ]
-    if pa.types.is_map(t):
-        return [
-            *_leaf_paths(t.key_type, f"{path}.key_value.key"),
-            *_leaf_paths(t.item_type, f"{path}.key_value.value"),
-        ]
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _leaf_paths(t.value_type, f"{path}.list.element")
-    return [path]
+    return {
+        "compression": codec,
+        "use_dictionary": dictionary_columns(first, codec),
+        "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
+        "data_page_size": PAGE_BYTES,
+        "max_rows_per_page": PAGE_ROWS,
+        "write_statistics": True,
+    }
