@@ -96,10 +96,13 @@ def read(
     schema.to_arrow()  # a type the executors cannot read (variant) is refused here
     names = list(schema.names)
     wanted = _columns(columns, names)
-    predicate = None
+    predicate, text = None, None
     if filter is not None:
+        # Spark filters the rows by this text, so the files are chosen by the same text: a
+        # timestamp without an offset (text or a naive datetime) is in the session's zone.
+        text = filter if isinstance(filter, str) else str(as_predicate(filter))
         zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-        predicate = in_session_time_zone(as_predicate(filter), schema, zone)
+        predicate = in_session_time_zone(as_predicate(text), schema, zone)
     needed = set(wanted) | (predicate.columns() if predicate is not None else set())
     unknown = sorted(needed - set(names))
     if unknown:
@@ -119,8 +122,8 @@ def read(
     frame = descriptors.mapInArrow(
         lambda batches: scan_task(plan, batches), spark_schema(schema, read_names)
     )
-    if predicate is not None:
-        frame = frame.filter(filter if isinstance(filter, str) else str(predicate))
+    if text is not None:
+        frame = frame.filter(text)
     if wanted != read_names:
         frame = frame.select(*[_quote(n) for n in wanted])
     return frame

@@ -95,7 +95,7 @@ def test_read_gives_deltalogs_rows_on_every_golden_table(spark: Any, tmp_path: P
         assert _rows(theirs) == _rows(ours), name
         compared.append(name)
     assert {"dv-with-columnmapping", "table-with-columnmapping-mode-id"} <= set(compared)
-    assert len(compared) >= 80, (len(compared), refused)
+    assert len(compared) >= 75, (len(compared), refused)
 
 
 def test_a_type_without_an_arrow_equivalent_is_refused_before_any_job(spark: Any) -> None:
@@ -199,10 +199,12 @@ def test_timestamp_filter_in_the_session_time_zone(spark: Any, tmp_path: Path) -
     spark.conf.set("spark.sql.session.timeZone", "Europe/Paris")  # UTC+1 in January
     try:
         got = _arrow(read(spark, uri, filter="t >= '2026-01-01 07:00:00'"))
+        naive = _arrow(read(spark, uri, filter=col("t") >= dt.datetime(2026, 1, 1, 7)))
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous)
     # 07:00 in Paris is 06:00 UTC: files pruned as if it were 07:00 UTC would lose 06:00.
     assert sorted(v.hour for v in got.column("t").to_pylist()) == [6, 12]
+    assert sorted(v.hour for v in naive.column("t").to_pylist()) == [6, 12]
 
 
 def test_time_travel(spark: Any, tmp_path: Path) -> None:
