@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from deltalog.errors import InvalidInputError, InvalidPredicateError
+from deltalog.errors import (
+    ConflictingOptionsError,
+    InvalidInputError,
+    InvalidOptionError,
+    InvalidPredicateError,
+)
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
@@ -47,6 +52,7 @@ def read(
     columns: Sequence[str] | None = None,
     filter: PredicateLike | None = None,
     storage_options: Mapping[str, str] | None = None,
+    **spark_options: str | int,
 ) -> DataFrame:
     """A Delta table's rows as a Spark DataFrame, read by the executors; no delta-spark needed.
 
@@ -69,6 +75,8 @@ def read(
             hold a matching row (by partition values and statistics) are not read, and the
             rows are filtered by Spark (``df.filter``; timestamps in the session's time zone).
         storage_options: Log store options, used on the driver and the executors.
+        **spark_options: delta-spark's read options ``versionAsOf`` and ``timestampAsOf``
+            (names in any case), as ``spark.read.option(...)`` takes them.
 
     Returns:
         A lazy DataFrame: the files are read when an action runs.
@@ -80,10 +88,13 @@ def read(
         InvalidPredicateError: ``filter`` does not parse, or it or ``columns`` names a column
             the table lacks.
         InvalidInputError: ``columns`` is empty, or both ``version`` and ``timestamp`` given.
+        InvalidOptionError: An unknown read option; ``ConflictingOptionsError`` when an option
+            and its keyword argument disagree.
         InvalidSchemaError: A column type deltalog cannot read (variant).
         UnsupportedFeatureError: The table needs a reader feature deltalog lacks.
         StorageError: The log store failed.
     """
+    version, timestamp = _time_travel(version, timestamp, spark_options)
     options = dict(storage_options or {})
     table = DeltaTable(
         uri,
@@ -168,6 +179,40 @@ def _without_internal(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_internal(v) for v in value]
     return value
+
+
+def _time_travel(
+    version: int | None, timestamp: TimestampLike | None, spark_options: Mapping[str, object]
+) -> tuple[Any, Any]:
+    """``version`` and ``timestamp``, also spelled as delta-spark's read options."""
+    for key, value in spark_options.items():
+        name = key.lower() if isinstance(key, str) else ""
+        if name not in ("versionasof", "timestampasof"):
+            raise InvalidOptionError(
+                f"unknown read option {key!r}; deltalog.spark.read takes versionAsOf and "
+                "timestampAsOf (names in any case)",
+                option=str(key),
+            )
+        given: Any = value
+        if name == "versionasof" and isinstance(value, str):
+            try:
+                given = int(value.strip())
+            except ValueError:
+                raise InvalidOptionError(
+                    f"versionAsOf must be a version number, not {value!r}", option=key
+                ) from None
+        current = version if name == "versionasof" else timestamp
+        if current is not None and current != given:
+            raise ConflictingOptionsError(
+                f"option {key!r}={value!r} and the keyword argument "
+                f"{'version' if name == 'versionasof' else 'timestamp'}={current!r} disagree",
+                option=key,
+            )
+        if name == "versionasof":
+            version = given
+        else:
+            timestamp = given
+    return version, timestamp
 
 
 def _columns(columns: Sequence[str] | None, names: list[str]) -> list[str]:

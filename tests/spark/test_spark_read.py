@@ -22,9 +22,11 @@ import pytest
 from testpaths import GOLDEN_DIR, REPO_ROOT
 
 from deltalog import (
+    ConflictingOptionsError,
     DeltaLogError,
     DeltaTable,
     InvalidInputError,
+    InvalidOptionError,
     InvalidPredicateError,
     InvalidSchemaError,
     TableNotFoundError,
@@ -217,6 +219,9 @@ def test_time_travel(spark: Any, tmp_path: Path) -> None:
     at = dt.datetime.fromtimestamp(2_500, dt.UTC)
     assert _arrow(read(spark, uri, timestamp=at)).num_rows == 6
     assert _arrow(read(spark, uri, timestamp=at.isoformat())).num_rows == 6
+    assert _arrow(read(spark, uri, versionAsOf=0)).num_rows == 3  # delta-spark's options
+    assert _arrow(read(spark, uri, VERSIONASOF="1")).num_rows == 6
+    assert _arrow(read(spark, uri, timestampAsOf=at.isoformat())).num_rows == 6
     with pytest.raises(VersionNotFoundError):
         read(spark, uri, version=9)
     with pytest.raises(InvalidInputError):
@@ -249,6 +254,9 @@ def test_an_empty_table_has_the_schema_and_no_rows(spark: Any, tmp_path: Path) -
         ({"filter": "id = = 1"}, InvalidPredicateError),
         ({"columns": []}, InvalidInputError),
         ({"columns": "id"}, InvalidInputError),
+        ({"versionAsOf": "one"}, InvalidOptionError),
+        ({"version": 0, "versionAsOf": 1}, ConflictingOptionsError),
+        ({"asOf": 1}, InvalidOptionError),
     ],
 )
 def test_bad_arguments_are_named_errors(

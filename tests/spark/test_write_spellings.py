@@ -150,4 +150,4 @@ def test_one_argument_order() -> None:
     for function in (read, optimize, stage_optimize):
         parameters = list(inspect.signature(function).parameters.values())
         assert [p.name for p in parameters[:2]] == ["spark", "uri"]
-        assert all(p.kind is p.KEYWORD_ONLY for p in parameters[2:])
+        assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in parameters[2:])
