@@ -43,6 +43,7 @@ from deltalog.stats.predicates import Predicate, matches, partition_table
 
 __all__ = [
     "FileRows",
+    "read_file",
     "read_file_positions",
     "read_file_rows",
     "read_files_together",
@@ -166,6 +167,36 @@ def read_file_positions(
     )
     for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist():
         yield _read_positions(storage, schema, partition_columns, target, row)
+
+
+def read_file(
+    storage: TableStorage,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    file: dict[str, Any],
+    *,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """The live rows of one data file, without a snapshot (what a Spark executor reads).
+
+    Args:
+        storage: Where the table is.
+        schema: The table schema.
+        partition_columns: The table's partition columns.
+        file: ``path``, ``partition_values`` (logged keys to text, a mapping or pairs) and
+            ``deletion_vector`` (its descriptor, or ``None``), as in ``snapshot.files``.
+        columns: Only these columns (logical names, in table order); default all.
+
+    Raises:
+        MissingDataFileError: A data or deletion-vector file the log names is gone.
+        DeletionVectorError: A deletion vector does not decode.
+        StorageError: The file cannot be read.
+    """
+    wanted = set(columns) if columns is not None else None
+    target = pa.schema(
+        [f.remove_metadata() for f in schema.to_arrow() if wanted is None or f.name in wanted]
+    )
+    return _read_file(storage, schema, list(partition_columns), target, file)
 
 
 def read_files_together(

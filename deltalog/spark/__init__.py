@@ -1,9 +1,15 @@
-"""Spark integration: write DataFrames into Delta tables, committed by deltalog.
+"""Spark integration: write DataFrames into Delta tables, committed by deltalog, and read them.
 
 ``deltalog.spark.write(df, uri, ...)`` is the drop-in for ``df.write.format("delta")``: Spark's
 executors write the Parquet files and their statistics, the driver commits one transaction
-through deltalog's log stores. ``deltalog.spark.optimize(spark, uri, ...)`` compacts small
-files the same way (delta-spark's ``OPTIMIZE``). Runs on PySpark 3.5.x and 4.x; needs
+through deltalog's log stores. ``deltalog.spark.read(spark, uri, ...)`` is the drop-in for
+``spark.read.format("delta").load(uri)``: the executors read the live files with deltalog.
+``deltalog.spark.optimize(spark, uri, ...)`` compacts small files the same way (delta-spark's
+``OPTIMIZE``). None needs delta-spark's jars. Every function takes what Spark runs on first (the
+session, or the DataFrame to write, which carries its session), then the table URI, as
+delta-spark's ``DeltaTable.forPath(spark, path)`` and ``df.write.save(path)`` do; a write's mode
+and partition columns may follow positionally, as in ``DataFrameWriter.save``. Runs on PySpark
+3.5.x and 4.x; needs
 ``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
 PySpark or pandas is missing). Spark's Python workers import deltalog too: install it where
 the executors run, or ship it with ``addPyFile(package_zip())`` (``deltalog.spark.shipping``).
@@ -37,6 +43,7 @@ from deltalog.spark.optimize import (  # noqa: E402
     optimize,
     stage_optimize,
 )
+from deltalog.spark.read import read  # noqa: E402
 from deltalog.spark.shipping import package_zip  # noqa: E402
 from deltalog.spark.write import stage, write  # noqa: E402
 from deltalog.writer.staged import StagedWrite, WriteResult  # noqa: E402
@@ -49,6 +56,7 @@ __all__ = [
     "WriteResult",
     "optimize",
     "package_zip",
+    "read",
     "stage",
     "stage_optimize",
     "write",

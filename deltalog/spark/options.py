@@ -10,7 +10,7 @@ setting that disagree. Nothing here imports Spark.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
@@ -193,6 +193,72 @@ def _codec(text: str | None) -> str | None:
             option="compression",
         )
     return codec
+
+
+def gather(
+    options: Mapping[str, OptionValue] | None,
+    keywords: Mapping[str, object],
+    partition_by: Sequence[str] | str,
+) -> tuple[dict[str, OptionValue], list[str]]:
+    """The options and partition columns of a write, from every spelling a Spark user may use.
+
+    ``DataFrameWriter.save(path, format, mode, partitionBy, **options)`` takes delta-spark's
+    options as keyword arguments and the partition columns as ``partitionBy`` (a name or a
+    list); ``deltalog.spark.write`` also takes ``options={...}`` and ``partition_by``. Option
+    names are checked later (:func:`resolve`), in any case.
+
+    Args:
+        options: The ``options`` mapping (or ``None``).
+        keywords: The other keyword arguments: option names, and ``partitionBy``.
+        partition_by: The ``partition_by`` argument: a column name or a sequence of them.
+
+    Returns:
+        All options in one mapping, and the partition columns.
+
+    Raises:
+        InvalidOptionError: ``options`` is not a mapping, or the partition columns are not
+            names.
+        ConflictingOptionsError: A setting given in two places with different values.
+    """
+    if options is not None and not isinstance(options, Mapping):
+        raise InvalidOptionError(
+            f"options must be a mapping of option names to values, not {type(options).__name__}"
+        )
+    merged: dict[str, OptionValue] = dict(options or {})
+    columns = _columns("partition_by", partition_by)
+    for key, value in keywords.items():
+        if key == "partitionBy":
+            spark_columns = _columns("partitionBy", value)
+            if columns and spark_columns != columns:
+                raise ConflictingOptionsError(
+                    f"partition_by={columns} and partitionBy={spark_columns} disagree; "
+                    "give the partition columns once",
+                    option="partitionBy",
+                )
+            columns = spark_columns
+            continue
+        if key in merged and _text(merged[key]) != _text(value):
+            raise ConflictingOptionsError(
+                f"option {key!r} is given in options= and as a keyword argument with different "
+                "values; give it once",
+                option=key,
+            )
+        merged[key] = value  # type: ignore[assignment]  # checked by resolve()
+    return merged, columns
+
+
+def _columns(name: str, value: object) -> list[str]:
+    columns = [value] if isinstance(value, str) else value
+    if not isinstance(columns, Sequence) or not all(isinstance(c, str) for c in columns):
+        raise InvalidOptionError(
+            f"{name} must be a column name or a list of them, not {value!r}", option=name
+        )
+    return list(columns)
+
+
+def _text(value: object) -> str:
+    """An option value as PySpark passes it to the JVM (``True`` -> ``"true"``)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _by_name(options: Mapping[str, OptionValue] | None) -> dict[str, str]:

@@ -40,6 +40,7 @@ from deltalog.spark.options import (
     OptionValue,
     WriteSettings,
 )
+from deltalog.spark.options import gather as gather_options
 from deltalog.spark.options import resolve as resolve_options
 from deltalog.spark.replace_data import (
     check_predicate_columns,
@@ -72,10 +73,10 @@ PartitionOverwriteMode = Literal["static", "dynamic"]
 def write(
     df: DataFrame,
     uri: str,
+    mode: Mode | None = "error",
+    partition_by: Sequence[str] | str = (),
     *,
-    mode: Mode = "error",
     options: Mapping[str, OptionValue] | None = None,
-    partition_by: Sequence[str] = (),
     predicate: PredicateLike | None = None,
     partition_overwrite_mode: PartitionOverwriteMode | None = None,
     storage_options: Mapping[str, str] | None = None,
@@ -85,12 +86,17 @@ def write(
     schema_mode: SchemaMode | None = None,
     user_metadata: str | None = None,
     replace_where: PredicateLike | None = None,
+    **spark_options: OptionValue | Sequence[str],
 ) -> WriteResult:
     """Write a Spark DataFrame to a Delta table and commit it; the table is created if absent.
 
     Spark's executors write the Parquet files straight into the table directory and read each
     file's statistics from its footer; the driver commits them in one transaction. Like
-    ``df.write.format("delta").mode(mode).options(**options).save(uri)``:
+    ``df.write.format("delta").mode(mode).options(**options).save(uri)``, and spelled as
+    ``DataFrameWriter.save(path, format, mode, partitionBy, **options)`` is (without the format):
+    ``write(df, uri, "append")``, ``write(df, uri, "overwrite", ["day"])``,
+    ``write(df, uri, mode="append", partitionBy="day", mergeSchema=True)``; delta-spark's
+    options go as keyword arguments or in ``options={...}``, names in any case.
 
     * ``mode="error"`` (also ``"errorifexists"``, ``"default"``; the default, as in Spark)
       creates the table and refuses to write to an existing one (``TableAlreadyExistsError``,
@@ -118,14 +124,16 @@ def write(
         df: The rows to write. Its columns must match the table's (by name, case-insensitive);
             table columns it lacks must be nullable.
         uri: The table URI (local path, ``file://``, ``s3://``, ``gs://``, ``az://``, ...).
-        mode: ``error`` (default), ``append``, ``overwrite`` or ``ignore``; any case.
+        mode: ``error`` (default; also ``None``), ``append``, ``overwrite`` or ``ignore``; any
+            case.
+        partition_by: Partition columns of a new table (a name or a list; Spark's
+            ``partitionBy=`` too); for an existing table, empty or the table's own (other
+            columns only with ``overwriteSchema`` in overwrite mode).
         options: delta-spark's write options, names in any case: ``mergeSchema``,
             ``overwriteSchema``, ``replaceWhere``, ``txnAppId``, ``txnVersion``,
             ``userMetadata``, ``partitionOverwriteMode``, ``maxRecordsPerFile``,
             ``compression`` (the Parquet codec; default: the session's
             ``spark.sql.parquet.compression.codec``, snappy).
-        partition_by: Partition columns of a new table; for an existing table, empty or the
-            table's own (other columns only with ``overwriteSchema`` in overwrite mode).
         predicate: The overwrite predicate (delta-spark's ``replaceWhere`` option, delta-rs'
             ``predicate``): SQL text, a :class:`~deltalog.stats.predicates.Predicate` or any
             form :func:`deltalog.stats.predicate_input.as_predicate` accepts. On data columns,
@@ -142,6 +150,8 @@ def write(
         user_metadata: ``userMetadata``, recorded as ``commitInfo.userMetadata`` (default: the
             session's ``spark.databricks.delta.commitInfo.userMetadata``).
         replace_where: Deprecated spelling of ``predicate`` (a ``DeprecationWarning``).
+        **spark_options: delta-spark's options as keyword arguments (``mergeSchema=True``,
+            ``replaceWhere="day = '2024-01-01'"``, any case), and ``partitionBy``.
 
     Returns:
         What was committed.
@@ -149,8 +159,9 @@ def write(
     Raises:
         InvalidWriteModeError: An unknown mode (nothing written).
         InvalidOptionError: An unknown option or a bad value; ``ConflictingOptionsError`` when
-            an option and its keyword argument disagree, or ``predicate`` and
-            ``replace_where`` are both given (nothing written).
+            an option and its keyword argument disagree (or ``options`` and a keyword option,
+            or ``partition_by`` and ``partitionBy``), or ``predicate`` and ``replace_where``
+            are both given (nothing written).
         TableAlreadyExistsError: ``mode="error"`` and the table exists (nothing written).
         SchemaMismatchError: The DataFrame's columns do not fit the table (nothing written);
             ``SchemaEvolutionError`` when ``mergeSchema`` cannot merge them (a type change).
@@ -167,9 +178,9 @@ def write(
     staged = stage(
         df,
         uri,
-        mode=mode,
+        mode,
+        partition_by,
         options=options,
-        partition_by=partition_by,
         predicate=renamed_keyword(
             "deltalog.spark.write", "predicate", predicate, "replace_where", replace_where
         ),
@@ -180,6 +191,7 @@ def write(
         configuration=configuration,
         schema_mode=schema_mode,
         user_metadata=user_metadata,
+        **spark_options,
     )
     return staged.commit()
 
@@ -187,10 +199,10 @@ def write(
 def stage(
     df: DataFrame,
     uri: str,
+    mode: Mode | None = "error",
+    partition_by: Sequence[str] | str = (),
     *,
-    mode: Mode = "error",
     options: Mapping[str, OptionValue] | None = None,
-    partition_by: Sequence[str] = (),
     predicate: PredicateLike | None = None,
     partition_overwrite_mode: PartitionOverwriteMode | None = None,
     storage_options: Mapping[str, str] | None = None,
@@ -200,6 +212,7 @@ def stage(
     schema_mode: SchemaMode | None = None,
     user_metadata: str | None = None,
     replace_where: PredicateLike | None = None,
+    **spark_options: OptionValue | Sequence[str],
 ) -> StagedWrite:
     """Everything :func:`write` does except the commit; see there for the arguments.
 
@@ -210,8 +223,9 @@ def stage(
     Raises:
         DeltaLogError: Those :func:`write` raises, but for the commit-time conflicts.
     """
+    options, partition_by = gather_options(options, spark_options, partition_by)
     settings = resolve_options(
-        mode,
+        "error" if mode is None else mode,
         options,
         replace_where=renamed_keyword(
             "deltalog.spark.stage", "predicate", predicate, "replace_where", replace_where

@@ -1,0 +1,238 @@
+"""Read a Delta table into a Spark DataFrame without delta-spark's jars.
+
+``read(spark, uri, ...)`` is ``spark.read.format("delta").load(uri)`` for a plain PySpark
+session: the driver replays the log with deltalog and chooses the live files (pruned by
+partition values and statistics when a ``filter`` is given, see :func:`live_files`), and the
+executors read those files (:mod:`deltalog.spark.scan`, through ``mapInArrow``) with deltalog's
+own per-file reader: column mapping at every level, partition columns typed from the Delta
+schema, deletion vectors applied. No row passes through the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from deltalog.errors import (
+    ConflictingOptionsError,
+    InvalidInputError,
+    InvalidOptionError,
+    InvalidPredicateError,
+)
+from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
+from deltalog.spark.time_zones import in_session_time_zone
+from deltalog.stats.predicate_input import PredicateLike, as_predicate
+from deltalog.stats.predicates import Predicate
+from deltalog.table import DeltaTable, TimestampLike
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType as SparkStructType
+
+    from deltalog.protocol.schema import StructType
+
+#: Field metadata that is the log's business, not the DataFrame's (delta-spark drops it too).
+_INTERNAL_METADATA = (
+    "delta.columnMapping.id",
+    "delta.columnMapping.physicalName",
+    "delta.columnMapping.nested.ids",
+    "parquet.field.id",
+)
+
+
+def read(
+    spark: SparkSession,
+    uri: str,
+    *,
+    version: int | None = None,
+    timestamp: TimestampLike | None = None,
+    columns: Sequence[str] | None = None,
+    filter: PredicateLike | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    **spark_options: str | int,
+) -> DataFrame:
+    """A Delta table's rows as a Spark DataFrame, read by the executors; no delta-spark needed.
+
+    Like ``spark.read.format("delta").option("versionAsOf", v).load(uri).where(filter)``, in a
+    session without delta-spark's jars. The driver reads the log (only the log) and hands the
+    executors one small row per live data file; they read the files with deltalog and yield
+    the rows in the table's schema (converted to Spark's): partition columns typed, column
+    mapping applied at every level, rows deleted by a deletion vector left out. The executors
+    import deltalog (install it there, or ship it: :func:`deltalog.spark.package_zip`).
+
+    Args:
+        spark: The session whose executors read the files.
+        uri: The table URI (local path, ``file://``, ``s3://``, ``gs://``, ``az://``, ...).
+        version: Read this version (delta-spark's ``versionAsOf``).
+        timestamp: Read the latest version committed at or before this time (a datetime, an
+            ISO-8601 string or milliseconds since the epoch; delta-spark's ``timestampAsOf``).
+        columns: Only these columns (logical names), in this order; default all.
+        filter: Only rows matching this predicate: SQL text (``"day >= '2024-01-01'"``) or any
+            form :func:`deltalog.stats.predicate_input.as_predicate` accepts. Files that cannot
+            hold a matching row (by partition values and statistics) are not read, and the
+            rows are filtered by Spark (``df.filter``; timestamps in the session's time zone).
+        storage_options: Log store options, used on the driver and the executors.
+        **spark_options: delta-spark's read options ``versionAsOf`` and ``timestampAsOf``
+            (names in any case), as ``spark.read.option(...)`` takes them.
+
+    Returns:
+        A lazy DataFrame: the files are read when an action runs.
+
+    Raises:
+        TableNotFoundError: No Delta table at ``uri``.
+        VersionNotFoundError: ``version`` does not exist.
+        TimestampOutOfRangeError: ``timestamp`` is before the first commit or after the latest.
+        InvalidPredicateError: ``filter`` does not parse, or it or ``columns`` names a column
+            the table lacks.
+        InvalidInputError: ``columns`` is empty, or both ``version`` and ``timestamp`` given.
+        InvalidOptionError: An unknown read option; ``ConflictingOptionsError`` when an option
+            and its keyword argument disagree.
+        InvalidSchemaError: A column type deltalog cannot read (variant).
+        UnsupportedFeatureError: The table needs a reader feature deltalog lacks.
+        StorageError: The log store failed.
+    """
+    version, timestamp = _time_travel(version, timestamp, spark_options)
+    options = dict(storage_options or {})
+    table = DeltaTable(
+        uri,
+        version=version,
+        timestamp=timestamp,
+        storage_options=options,
+        background_checkpoints=False,
+    )
+    schema = table.schema()
+    schema.to_arrow()  # a type the executors cannot read (variant) is refused here
+    names = list(schema.names)
+    wanted = _columns(columns, names)
+    predicate, text = None, None
+    if filter is not None:
+        # Spark filters the rows by this text, so the files are chosen by the same text: a
+        # timestamp without an offset (text or a naive datetime) is in the session's zone.
+        text = filter if isinstance(filter, str) else str(as_predicate(filter))
+        zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
+        predicate = in_session_time_zone(as_predicate(text), schema, zone)
+    needed = set(wanted) | (predicate.columns() if predicate is not None else set())
+    unknown = sorted(needed - set(names))
+    if unknown:
+        raise InvalidPredicateError(f"the table has no column(s) {unknown} (columns: {names})")
+    read_names = [n for n in names if n in needed]
+
+    files = live_files(table, predicate)
+    plan = ScanPlan(
+        uri=table.uri,
+        storage_options=options,
+        table_schema=schema.to_json_string(),
+        partition_columns=tuple(table.snapshot.partition_columns),
+        columns=tuple(read_names),
+        batch_rows=_batch_rows(spark),
+    )
+    descriptors = spark.createDataFrame(describe_files(files), FILES_DDL)
+    frame = descriptors.mapInArrow(
+        lambda batches: scan_task(plan, batches), spark_schema(schema, read_names)
+    )
+    if text is not None:
+        frame = frame.filter(text)
+    if wanted != read_names:
+        frame = frame.select(*[_quote(n) for n in wanted])
+    return frame
+
+
+def live_files(table: DeltaTable, predicate: Predicate | None) -> pa.Table:
+    """The live files a read of ``predicate`` must read (all of them without one).
+
+    The one place a Spark read chooses its files: :meth:`DeltaTable.files` prunes by partition
+    values and by statistics (:mod:`deltalog.stats.skipping`); a file that may hold a matching
+    row is kept.
+
+    Raises:
+        InvalidPredicateError: A literal does not fit its column.
+    """
+    if predicate is None:
+        return table.snapshot.files_without_stats()
+    return table.files(with_stats=False, filter=predicate)
+
+
+def spark_schema(schema: StructType, columns: Sequence[str]) -> SparkStructType:
+    """The Spark schema of ``columns`` of a Delta schema (column-mapping metadata dropped).
+
+    Delta's schema JSON is Spark's, so only the log's internal field metadata goes.
+    """
+    from pyspark.sql.types import StructType as SparkStructType
+
+    document = orjson.loads(schema.to_json_string())
+    by_name = {f["name"]: f for f in document["fields"]}
+    picked = {"type": "struct", "fields": [_without_internal(by_name[c]) for c in columns]}
+    return SparkStructType.fromJson(picked)
+
+
+def _without_internal(value: Any) -> Any:
+    """A schema JSON value with the internal metadata of every field, at every level, dropped."""
+    if isinstance(value, dict):
+        out = {k: _without_internal(v) for k, v in value.items()}
+        metadata = out.get("metadata")
+        if "name" in out and isinstance(metadata, dict):
+            out["metadata"] = {k: v for k, v in metadata.items() if k not in _INTERNAL_METADATA}
+        return out
+    if isinstance(value, list):
+        return [_without_internal(v) for v in value]
+    return value
+
+
+def _time_travel(
+    version: int | None, timestamp: TimestampLike | None, spark_options: Mapping[str, object]
+) -> tuple[Any, Any]:
+    """``version`` and ``timestamp``, also spelled as delta-spark's read options."""
+    for key, value in spark_options.items():
+        name = key.lower() if isinstance(key, str) else ""
+        if name not in ("versionasof", "timestampasof"):
+            raise InvalidOptionError(
+                f"unknown read option {key!r}; deltalog.spark.read takes versionAsOf and "
+                "timestampAsOf (names in any case)",
+                option=str(key),
+            )
+        given: Any = value
+        if name == "versionasof" and isinstance(value, str):
+            try:
+                given = int(value.strip())
+            except ValueError:
+                raise InvalidOptionError(
+                    f"versionAsOf must be a version number, not {value!r}", option=key
+                ) from None
+        current = version if name == "versionasof" else timestamp
+        if current is not None and current != given:
+            raise ConflictingOptionsError(
+                f"option {key!r}={value!r} and the keyword argument "
+                f"{'version' if name == 'versionasof' else 'timestamp'}={current!r} disagree",
+                option=key,
+            )
+        if name == "versionasof":
+            version = given
+        else:
+            timestamp = given
+    return version, timestamp
+
+
+def _columns(columns: Sequence[str] | None, names: list[str]) -> list[str]:
+    if columns is None:
+        return names
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise InvalidInputError(f"columns must be a list of column names, not {columns!r}")
+    if not columns:
+        raise InvalidInputError("columns is empty: name at least one column")
+    return list(columns)
+
+
+def _batch_rows(spark: SparkSession) -> int:
+    text = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+    try:
+        rows = int(str(text))
+    except ValueError:
+        return 10_000
+    return rows if rows > 0 else 10_000
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
