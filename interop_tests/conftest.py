@@ -28,12 +28,21 @@ from servers.fixtures import (  # noqa: E402
     cloud_table,
     gcs_server,
     moto_server,
+    moto_tls_server,
 )
 
 # PySpark sessions: plain, and with delta-spark's jars where they can be had.
 from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402
 
-__all__ = ["azurite_server", "cloud_table", "delta_spark", "gcs_server", "moto_server", "spark"]
+__all__ = [
+    "azurite_server",
+    "cloud_table",
+    "delta_spark",
+    "gcs_server",
+    "moto_server",
+    "moto_tls_server",
+    "spark",
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
