@@ -32,6 +32,7 @@ from servers.fixtures import (  # noqa: E402
     cloud_table,
     gcs_server,
     moto_server,
+    moto_tls_server,
 )
 
 # PySpark sessions: plain, and with delta-spark's jars where they can be had.
@@ -44,6 +45,7 @@ __all__ = [
     "gcs_server",
     "kernel",
     "moto_server",
+    "moto_tls_server",
     "old_kernel",
     "spark",
 ]

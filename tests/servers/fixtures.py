@@ -43,19 +43,35 @@ def _start(starter: Callable[[Path], harness.ServerProcess], factory: Any) -> An
         pytest.skip(str(exc))
 
 
-@pytest.fixture(scope="session")
-def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ServerProcess]:
-    """moto (S3 + DynamoDB) with the test bucket created."""
-    server = _start(harness.start_moto, tmp_path_factory)
+def _create_bucket(endpoint: str) -> None:
     import boto3
 
     boto3.client(
         "s3",
-        endpoint_url=server.endpoint,
+        endpoint_url=endpoint,
         region_name="us-east-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     ).create_bucket(Bucket=BUCKET)
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ServerProcess]:
+    """moto (S3 + DynamoDB) with the test bucket created."""
+    server = _start(harness.start_moto, tmp_path_factory)
+    _create_bucket(server.endpoint)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ServerProcess]:
+    """Another moto, also serving its one backend over HTTPS (``tls_port``), bucket created.
+
+    For delta-spark's ``S3DynamoDBLogStore``, whose DynamoDB client speaks only HTTPS.
+    """
+    server = _start(lambda logs: harness.start_moto(logs, tls=True), tmp_path_factory)
+    _create_bucket(server.endpoint)
     yield server
     server.stop()
 

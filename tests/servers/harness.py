@@ -37,6 +37,8 @@ class ServerProcess:
     process: subprocess.Popen[bytes]
     port: int
     log_path: Path
+    #: The HTTPS port of a server started with one too (``start_moto(..., tls=True)``).
+    tls_port: int | None = None
 
     @property
     def endpoint(self) -> str:
@@ -61,13 +63,14 @@ def _pump(
     found: list[int],
     ready: threading.Event,
 ) -> None:
+    """Copy ``stream`` to ``log``; the first line matching ``pattern`` gives its groups."""
     for line in iter(stream.readline, b""):
         log.write(line)
         log.flush()
         if not ready.is_set():
             m = pattern.search(line)
             if m:
-                found.append(int(m.group(1)))
+                found.extend(int(g) for g in m.groups())
                 ready.set()
     ready.set()  # the process ended: wake the waiter either way
 
@@ -76,6 +79,8 @@ def start_server(
     name: str, command: list[str], ready: str, log_dir: Path, timeout: float = 120.0
 ) -> ServerProcess:
     """Run ``command`` and wait until a stdout line matches ``ready`` (group 1 = port).
+
+    A second group, when ``ready`` has one, is the server's HTTPS port.
 
     Raises:
         ServerStartError: The process exited or did not announce a port in time.
@@ -104,17 +109,18 @@ def start_server(
         process.kill()
         tail = log_path.read_text(errors="replace")[-2000:]
         raise ServerStartError(f"{name} did not start ({' '.join(command)}):\n{tail}")
-    return ServerProcess(name, process, found[0], log_path)
+    return ServerProcess(name, process, found[0], log_path, found[1] if len(found) > 1 else None)
 
 
-def start_moto(log_dir: Path) -> ServerProcess:
-    """moto in server mode (S3 and DynamoDB on one port), requests serialised."""
-    return start_server(
-        "moto",
-        [sys.executable, str(SERVERS_DIR / "moto_server.py"), "--port", "0"],
-        r"PORT (\d+)",
-        log_dir,
-    )
+def start_moto(log_dir: Path, *, tls: bool = False) -> ServerProcess:
+    """moto in server mode (S3 and DynamoDB on one port), requests serialised.
+
+    With ``tls``, the same backend is also served over HTTPS (self-signed): ``tls_port``.
+    """
+    command = [sys.executable, str(SERVERS_DIR / "moto_server.py"), "--port", "0"]
+    if tls:
+        return start_server("moto-tls", [*command, "--tls"], r"PORT (\d+) TLS (\d+)", log_dir)
+    return start_server("moto", command, r"PORT (\d+)", log_dir)
 
 
 def start_gcs(log_dir: Path) -> ServerProcess:

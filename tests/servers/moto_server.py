@@ -6,6 +6,10 @@ stays a real HTTP endpoint for many clients, and each conditional write is decid
 as the real services do.
 
 Run: ``python tests/servers/moto_server.py --port 0``; prints ``PORT <n>`` when listening.
+With ``--tls``, the same backend (same lock) is also served over HTTPS with werkzeug's ad-hoc
+self-signed certificate, and the line is ``PORT <http> TLS <https>``: for clients that can only
+speak HTTPS to a region's endpoint, like delta-spark's ``S3DynamoDBLogStore`` (AWS SDK v1, no
+endpoint option; see ``interop_tests/s3_dynamodb_spark.py``).
 """
 
 from __future__ import annotations
@@ -36,9 +40,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls", action="store_true", help="also serve HTTPS on a free port")
     args = parser.parse_args(argv)
-    server = make_server(args.host, args.port, serialised_app(), threaded=True)
-    print(f"PORT {server.server_port}", flush=True)
+    app = serialised_app()
+    server = make_server(args.host, args.port, app, threaded=True)
+    line = f"PORT {server.server_port}"
+    if args.tls:
+        secure = make_server(args.host, 0, app, threaded=True, ssl_context="adhoc")
+        threading.Thread(target=secure.serve_forever, name="moto-tls", daemon=True).start()
+        line += f" TLS {secure.server_port}"
+    print(line, flush=True)
     sys.stdout.flush()
     server.serve_forever()
 
