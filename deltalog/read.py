@@ -115,9 +115,7 @@ def read_rows(
     target = pa.schema([arrow.field(n).remove_metadata() for n in read_names])
     # a predicate on partition columns only was evaluated exactly on each file's values
     row_filter = (
-        None
-        if predicate is None or predicate.columns() <= set(partition_columns)
-        else predicate
+        None if predicate is None or predicate.columns() <= set(partition_columns) else predicate
     )
     rows = files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
 
@@ -391,8 +389,9 @@ def _read_positions(
 
 
 def _open_data_file(storage: TableStorage, location: str) -> Any:
-    """A binary file object of a data file: native I/O for local files (no GIL held while
-    Arrow reads), the store's file object otherwise. (A seam: tests count the files opened.)
+    """A binary file object of a data file (a seam: tests count the files opened).
+
+    Native I/O for local files (no GIL held while Arrow reads), else the store's file object.
     """
     local = storage.store.local_path(location)
     if local is None:

@@ -5,8 +5,8 @@ predicate accepts one (:func:`deltalog.stats.predicate_input.as_predicate`). Arr
 (through Acero, one thread, rows in order), with Arrow's semantics; a null result does not match.
 The columns it names are read from Arrow's own serialisation of the expression (the
 ``field_ref`` entries of its schema metadata), so an unknown column is refused before anything
-is read. Partition values prune files for it exactly; for statistics, :meth:`ArrowExpression.implied`
-reads the expression's tree from the same serialisation and gives the plain predicate it implies
+is read. Partition values prune files for it exactly; for statistics,
+:meth:`ArrowExpression.implied` reads the expression's tree from the same serialisation and gives the plain predicate it implies
 (comparisons of a column with a literal, ``is_null``/``is_valid``, ``is_in``, joined by
 ``and``/``or``/``invert``), so files and row groups are skipped as for SQL text; what it cannot
 read is left out (an ``and`` keeps its other side), which only keeps more files.
@@ -139,8 +139,11 @@ _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def _tree(expression: pc.Expression) -> Any:
-    """The expression as nested tuples: ``("field", name)``, ``("nested",)``,
-    ``("literal", scalar)``, ``("call", function, [arguments], options or None)``."""
+    """The expression as nested tuples.
+
+    ``("field", name)``, ``("nested",)``, ``("literal", scalar)``, or
+    ``("call", function, [arguments], options or None)``.
+    """
     serialized = expression.__reduce__()[1][0]
     table = pa.ipc.open_file(pa.py_buffer(serialized)).read_all()
     items = _metadata_items(table.schema)

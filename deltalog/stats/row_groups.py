@@ -105,7 +105,7 @@ def _wanted_type(t: PrimitiveType) -> tuple[type, ...] | None:
 def _column_bounds(
     groups: list[Any], j: int, wanted: tuple[type, ...]
 ) -> tuple[list[Any], list[Any], list[int | None]]:
-    """Minimum, maximum and null count of leaf column ``j`` in each row group (``None``: unknown)."""
+    """Minimum, maximum and null count of leaf ``j`` in each row group (``None``: unknown)."""
     low: list[Any] = []
     high: list[Any] = []
     nulls: list[int | None] = []
