@@ -5,11 +5,12 @@ predicate accepts one (:func:`deltalog.stats.predicate_input.as_predicate`). Arr
 (through Acero, one thread, rows in order), with Arrow's semantics; a null result does not match.
 The columns it names are read from Arrow's own serialisation of the expression (the
 ``field_ref`` entries of its schema metadata), so an unknown column is refused before anything
-is read. Partition values prune files for it exactly; for statistics,
-:meth:`ArrowExpression.implied` reads the expression's tree from the same serialisation and gives the plain predicate it implies
-(comparisons of a column with a literal, ``is_null``/``is_valid``, ``is_in``, joined by
-``and``/``or``/``invert``), so files and row groups are skipped as for SQL text; what it cannot
-read is left out (an ``and`` keeps its other side), which only keeps more files.
+is read. Partition values prune files for it exactly. For statistics,
+:meth:`ArrowExpression.implied` reads the expression's tree from the same serialisation and
+gives the plain predicate it implies (comparisons of a column with a literal,
+``is_null``/``is_valid``, ``is_in``, joined by ``and``/``or``/``invert``), so files and row
+groups are skipped as for SQL text; what it cannot read is left out (an ``and`` keeps its other
+side), which only keeps more files.
 """
 
 from __future__ import annotations
