@@ -19,6 +19,7 @@ What cannot be read correctly is refused with a named error rather than returnin
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -118,9 +119,12 @@ def read_rows(
         None if predicate is None or predicate.columns() <= set(partition_columns) else predicate
     )
     rows = files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
+    dv_files = _DvFiles(storage)
 
     def read(row: dict[str, Any]) -> pa.Table:
-        return _read_matching(storage, schema, partition_columns, target, row, row_filter)
+        return _read_matching(
+            storage, schema, partition_columns, target, row, row_filter, dv_files.read
+        )
 
     pieces = list(_in_order(read, rows, READ_THREADS if threads is None else threads))
     table = pa.concat_tables(pieces) if pieces else pa.Table.from_batches([], schema=target)
@@ -388,6 +392,24 @@ def _read_positions(
     return FileRows(table, where, physical_rows, deleted)
 
 
+class _DvFiles:
+    """Deletion-vector files, each read once per scan (many data files share one DV file)."""
+
+    def __init__(self, storage: TableStorage) -> None:
+        self._storage = storage
+        self._read: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def read(self, path: str) -> bytes:
+        with self._lock:
+            found = self._read.get(path)
+        if found is None:
+            found = _read_dv(self._storage, path)
+            with self._lock:
+                self._read[path] = found
+        return found
+
+
 def _open_data_file(storage: TableStorage, location: str) -> Any:
     """A binary file object of a data file (a seam: tests count the files opened).
 
@@ -409,6 +431,7 @@ def _read_matching(
     target: pa.Schema,
     row: dict[str, Any],
     predicate: Predicate | None,
+    read_dv: Callable[[str], bytes],
 ) -> pa.Table:
     """The ``target`` columns of one file's live rows that match ``predicate``.
 
@@ -430,7 +453,7 @@ def _read_matching(
                 groups = None
         keep = None
         if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
-            deleted = _deleted_rows(storage, row["deletion_vector"], physical_rows)
+            deleted = read_deletion_vector(row["deletion_vector"], read_dv, num_rows=physical_rows)
             if len(deleted):
                 keep = live_mask(deleted, physical_rows)
         present = set(parquet.schema_arrow.names)
