@@ -121,9 +121,9 @@ def child(workload: str, engine: str, table: str, rows: int) -> None:
     """Run one read, print one JSON line of measurements."""
     import deltalake
     import pyarrow as pa
-    import pyarrow.compute  # noqa: F401
-    import pyarrow.dataset  # noqa: F401
-    import pyarrow.parquet  # noqa: F401
+    import pyarrow.compute
+    import pyarrow.dataset
+    import pyarrow.parquet
 
     import deltalog
     import deltalog.table  # imported before timing, as deltalake is

@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltalog.arrow import columns as arrow_columns
+from deltalog.arrow import values as av
 from deltalog.protocol.column_mapping import physical_name
 from deltalog.protocol.schema import PrimitiveType, StructType
 from deltalog.stats.predicates import Predicate, partition_table
@@ -68,7 +70,7 @@ def row_groups_to_read(
     groups = [metadata.row_group(i) for i in range(n)]
     arrow = schema.to_arrow()
     columns: dict[str, pa.Array] = {
-        "num_records": pa.array([g.num_rows for g in groups], pa.int64())
+        "num_records": arrow_columns.column([g.num_rows for g in groups], pa.int64())
     }
     for name in sorted(predicate.columns()):
         field = schema.field(name)
@@ -86,14 +88,20 @@ def row_groups_to_read(
         arrow_type = arrow.field(name).type
         low, high, nulls = _column_bounds(groups, j, wanted)
         try:
-            columns[f"min.{name}"] = pa.array(low, arrow_type)
-            columns[f"max.{name}"] = pa.array(high, arrow_type)
+            columns[f"min.{name}"] = _array(low, arrow_type)
+            columns[f"max.{name}"] = _array(high, arrow_type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
             continue  # a statistic that does not fit the table's type: unknown
-        columns[f"null_count.{name}"] = pa.array(nulls, pa.int64())
+        columns[f"null_count.{name}"] = arrow_columns.column(nulls, pa.int64())
     flat = pa.table(columns)
     keep = may_match(flat, predicate, schema, partition_columns).to_pylist()
     return [i for i in range(n) if keep[i]]
+
+
+def _array(values: list[Any], t: pa.DataType) -> pa.Array:
+    """``pa.array(values, t)`` from scalars built without pyarrow's pandas import."""
+    parts = [pa.nulls(1, t) if v is None else pa.repeat(av.scalar(v, t), 1) for v in values]
+    return pa.concat_arrays(parts)
 
 
 def _wanted_type(t: PrimitiveType) -> tuple[type, ...] | None:
