@@ -19,6 +19,7 @@ What cannot be read correctly is refused with a named error rather than returnin
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -527,9 +528,9 @@ def _assemble(
         arrow_type = target.field(f.name).type
         if f.name in partition_columns:
             text = values.get(_physical(f), values.get(f.name))
-            parsed = partition_table([{f.name: text}], schema, [f.name]).column(f.name)
+            value = _partition_value(f.name, f.type, text)
             pool = decode_pool()
-            out.append(pa.repeat(parsed[0], rows, memory_pool=pool).cast(arrow_type))
+            out.append(pa.repeat(value, rows, memory_pool=pool).cast(arrow_type))
         elif data is not None and _physical(f) in data.column_names:
             column = data.column(_physical(f))
             if isinstance(column, pa.ChunkedArray):  # (combine_chunks copies even one chunk)
@@ -540,6 +541,13 @@ def _assemble(
     if not fields:
         return pa.table({"_": pa.nulls(rows, pa.bool_())}).select([])
     return pa.Table.from_arrays(out, schema=target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _partition_value(name: str, t: DataType, text: str | None) -> pa.Scalar:
+    """A partition value parsed as its column's type (each distinct one once per process)."""
+    schema = StructType((StructField(name, t),))
+    return partition_table([{name: text}], schema, [name]).column(name)[0]
 
 
 def _deleted_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:
