@@ -166,8 +166,13 @@ def files_matching(
         return snapshot.files if with_stats else snapshot.files_without_stats()
     schema, partition_columns = snapshot.schema, snapshot.partition_columns
     if given.columns() <= set(partition_columns):
+        # evaluated exactly on each file's values: every row of a kept file matches, which
+        # read_rows relies on (it filters no rows for such a predicate)
         files = snapshot.files if with_stats else snapshot.files_without_stats()
-        return files.filter(prune_mask(files, given, schema, partition_columns))
+        if not files.num_rows:
+            return files
+        typed = partition_table(files.column("partition_values"), schema, partition_columns)
+        return files.filter(matches(given, typed))
     # typed statistics of a checkpoint's files where parsed already (stats_parsed or earlier
     # filters), else their JSON
     parsed = snapshot.typed_stats(build=False)
