@@ -3,8 +3,13 @@
 Every live file of the snapshot is read through the table's log store (so every backend works),
 its columns matched to the table schema by physical name (column mapping), missing columns
 filled with nulls, partition columns added from the log's values (typed by the Delta schema),
-and the rows its deletion vector invalidates dropped. A predicate prunes files by partition
-values first, then filters rows exactly, so the result never depends on statistics.
+and the rows its deletion vector invalidates dropped (a boolean mask, no per-row Python work).
+Files are read a few at a time (:data:`READ_THREADS`).
+
+A filter skips what it can without changing the result: files whose partition values or
+statistics rule it out are not opened (:func:`files_matching`), row groups whose Parquet
+statistics rule it out are not read, only the columns asked for and those the filter names are
+read, and each file's rows are then filtered exactly, so the rows never depend on statistics.
 
 Column mapping renames are applied at every level (structs inside structs, lists and maps).
 What cannot be read correctly is refused with a named error rather than returning wrong rows
@@ -14,17 +19,20 @@ What cannot be read correctly is refused with a named error rather than returnin
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.arrow import values as av
+from deltalog.checkpoints.arrow_pool import decode_pool, open_parquet
 from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
@@ -38,11 +46,16 @@ from deltalog.protocol.schema import (
     StructType,
     type_to_arrow,
 )
+from deltalog.stats.file_stats import UnusableParsedStats
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
-from deltalog.stats.predicates import Predicate, matches, partition_table
+from deltalog.stats.predicates import TRUE, Predicate, matches, partition_table
+from deltalog.stats.row_groups import row_groups_to_read
+from deltalog.stats.skipping import prune_mask
 
 __all__ = [
+    "READ_THREADS",
     "FileRows",
+    "files_matching",
     "read_file",
     "read_file_positions",
     "read_file_rows",
@@ -51,6 +64,12 @@ __all__ = [
 ]
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
+#: Data files :func:`read_rows` reads at once (Arrow decodes each on its own threads too).
+READ_THREADS = 4
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_END = object()
 
 
 def read_rows(
@@ -59,14 +78,22 @@ def read_rows(
     *,
     columns: Sequence[str] | None = None,
     filter: PredicateLike | None = None,
+    threads: int | None = None,
 ) -> pa.Table:
     """The snapshot's live rows.
+
+    With a ``filter``, files are skipped by partition values and statistics
+    (:func:`files_matching`), row groups by their Parquet statistics
+    (:func:`~deltalog.stats.row_groups.row_groups_to_read`), and only the columns asked for plus
+    those the filter names are read; each file's rows are then filtered exactly, so the result
+    never depends on statistics.
 
     Args:
         storage: Where the table is.
         snapshot: The version to read.
         columns: Only these columns (logical names), in this order; default all.
         filter: Keep only rows matching this predicate (any columns of the table).
+        threads: Files read at once (default :data:`READ_THREADS`).
 
     Raises:
         InvalidPredicateError: ``columns`` or ``filter`` names a column the table lacks.
@@ -79,24 +106,88 @@ def read_rows(
     names = [f.name for f in schema.fields]
     wanted = list(columns) if columns is not None else names
     predicate = as_predicate(filter) if filter is not None else None
+    if predicate is TRUE:
+        predicate = None
     needed = set(wanted) | (predicate.columns() if predicate is not None else set())
     unknown = sorted(needed - set(names))
     if unknown:
         raise InvalidPredicateError(f"the table has no column(s) {unknown} (columns: {names})")
     partition_columns = list(snapshot.metadata.partition_columns)
-    files = snapshot.files_without_stats()
-    files = _prune(files, predicate, schema, partition_columns)
+    files = files_matching(snapshot, predicate)
     read_names = [n for n in names if n in needed]
     arrow = schema.to_arrow()
     target = pa.schema([arrow.field(n).remove_metadata() for n in read_names])
-    pieces = [
-        _read_file(storage, schema, partition_columns, target, row)
-        for row in files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
-    ]
+    # a predicate on partition columns only was evaluated exactly on each file's values
+    row_filter = (
+        None if predicate is None or predicate.columns() <= set(partition_columns) else predicate
+    )
+    rows = files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
+    dv_files = _DvFiles(storage)
+    threads = READ_THREADS if threads is None else threads
+    inner = threads <= 1 or len(rows) <= 1  # one file at a time: Arrow's threads decode it
+
+    def read(row: dict[str, Any]) -> pa.Table:
+        return _read_matching(
+            storage, schema, partition_columns, target, row, row_filter, dv_files.read, inner
+        )
+
+    pieces = list(_in_order(read, rows, threads))
     table = pa.concat_tables(pieces) if pieces else pa.Table.from_batches([], schema=target)
-    if predicate is not None:
-        table = table.filter(matches(predicate, table))
     return table.select(wanted)
+
+
+def files_matching(
+    snapshot: Snapshot, predicate: PredicateLike | None, *, with_stats: bool = False
+) -> pa.Table:
+    """The live files of ``snapshot`` that may hold rows matching ``predicate``.
+
+    Rows of :attr:`Snapshot.files` (the ``add`` actions: ``path``, ``partition_values``,
+    ``deletion_vector``, ...), pruned by partition values and by the files' statistics
+    (``minValues``/``maxValues``/``nullCount``, see :mod:`deltalog.stats.skipping`): a file is
+    left out only when what the log says about it proves that none of its rows matches. A file
+    without statistics, or a column without bounds, is kept. ``None`` keeps every file.
+
+    Args:
+        snapshot: The version to read.
+        predicate: Any form :func:`~deltalog.stats.predicate_input.as_predicate` takes.
+        with_stats: Keep the ``stats`` column (read from a checkpoint if need be).
+
+    Raises:
+        InvalidPredicateError: A column the table lacks, or a literal that does not fit its
+            column.
+    """
+    given = None if predicate is None else as_predicate(predicate)
+    if given is not None:
+        unknown = sorted(given.columns() - set(snapshot.schema.names))
+        if unknown:
+            raise InvalidPredicateError(
+                f"the table has no column(s) {unknown} (columns: {snapshot.schema.names})"
+            )
+    if given is None or given is TRUE:
+        return snapshot.files if with_stats else snapshot.files_without_stats()
+    schema, partition_columns = snapshot.schema, snapshot.partition_columns
+    if given.columns() <= set(partition_columns):
+        # evaluated exactly on each file's values: every row of a kept file matches, which
+        # read_rows relies on (it filters no rows for such a predicate)
+        files = snapshot.files if with_stats else snapshot.files_without_stats()
+        if not files.num_rows:
+            return files
+        typed = partition_table(files.column("partition_values"), schema, partition_columns)
+        return files.filter(matches(given, typed))
+    # typed statistics of a checkpoint's files where parsed already (stats_parsed or earlier
+    # filters), else their JSON
+    parsed = snapshot.typed_stats(build=False)
+    if parsed is not None and not with_stats and snapshot.typed_for_every_checkpoint_row(parsed):
+        files = snapshot.files_with_commit_stats()
+    else:
+        files = snapshot.files
+    try:
+        keep = prune_mask(files, given, schema, partition_columns, parsed)
+    except UnusableParsedStats:
+        files = snapshot.files
+        keep = prune_mask(files, given, schema, partition_columns)
+    files = files.filter(keep)
+    return files if with_stats else files.drop_columns(["stats"])
 
 
 def read_file_rows(
@@ -267,23 +358,24 @@ def read_files_together(
     return batches()
 
 
-def _in_order(
-    read: Callable[[str], pa.Table], paths: list[str], threads: int
-) -> Iterator[pa.Table]:
-    """``read(path)`` of each path, in order, ``threads`` at once (a few files ahead)."""
+def _in_order(read: Callable[[_T], _R], items: Sequence[_T], threads: int) -> Iterator[_R]:
+    """``read(item)`` of each item, in order, ``threads`` at once (a few items ahead)."""
+    if threads <= 1 or len(items) <= 1:
+        yield from map(read, items)
+        return
     pool = ThreadPoolExecutor(threads, thread_name_prefix="deltalog-read")
-    pending: deque[Future[pa.Table]] = deque()
+    pending: deque[Future[_R]] = deque()
     try:
-        upcoming = iter(paths)
-        for path in upcoming:
-            pending.append(pool.submit(read, path))
+        upcoming = iter(items)
+        for item in upcoming:
+            pending.append(pool.submit(read, item))
             if len(pending) >= 4 * threads:
                 break
         while pending:
             found = pending.popleft().result()
-            following = next(upcoming, None)
-            if following is not None:
-                pending.append(pool.submit(read, following))
+            following = next(upcoming, _END)
+            if following is not _END:
+                pending.append(pool.submit(read, following))  # type: ignore[arg-type]
             yield found
     finally:
         for future in pending:
@@ -293,23 +385,6 @@ def _in_order(
 
 def _physical(field: StructField) -> str:
     return str(field.metadata.get(PHYSICAL_NAME, field.name))
-
-
-def _prune(
-    files: pa.Table, predicate: Predicate | None, schema: StructType, partition_columns: list[str]
-) -> pa.Table:
-    """Drop files whose partition values cannot match (only for partition-only predicates)."""
-    if predicate is None or not files.num_rows or not predicate.columns() <= set(partition_columns):
-        return files
-    physical = {_physical(schema.field(c)): c for c in partition_columns}
-    values = [
-        [(physical.get(k, k), v) for k, v in (pv or [])]
-        for pv in files.column("partition_values").to_pylist()
-    ]
-    typed = partition_table(
-        pa.array(values, pa.map_(pa.string(), pa.string())), schema, partition_columns
-    )
-    return files.filter(matches(predicate, typed))
 
 
 def _read_file(
@@ -357,6 +432,118 @@ def _read_positions(
     return FileRows(table, where, physical_rows, deleted)
 
 
+class _DvFiles:
+    """Deletion-vector files, each read once per scan (many data files share one DV file)."""
+
+    def __init__(self, storage: TableStorage) -> None:
+        self._storage = storage
+        self._read: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def read(self, path: str) -> bytes:
+        with self._lock:
+            found = self._read.get(path)
+        if found is None:
+            found = _read_dv(self._storage, path)
+            with self._lock:
+                self._read[path] = found
+        return found
+
+
+def _open_data_file(storage: TableStorage, location: str) -> Any:
+    """A binary file object of a data file (a seam: tests count the files opened).
+
+    Native I/O for local files (no GIL held while Arrow reads), else the store's file object.
+    """
+    local = storage.store.local_path(location)
+    if local is None:
+        return storage.store.open_input(location)
+    try:
+        return pa.OSFile(local)
+    except FileNotFoundError as exc:
+        raise LogFileNotFoundError(location) from exc
+
+
+def _read_matching(
+    storage: TableStorage,
+    schema: StructType,
+    partition_columns: list[str],
+    target: pa.Schema,
+    row: dict[str, Any],
+    predicate: Predicate | None,
+    read_dv: Callable[[str], bytes],
+    use_threads: bool,
+) -> pa.Table:
+    """The ``target`` columns of one file's live rows that match ``predicate``.
+
+    Row groups whose statistics rule the predicate out are not read; the deletion vector is
+    applied as a boolean mask of the row groups read; the predicate is then evaluated exactly.
+    ``use_threads``: Arrow decodes the file's columns on its own threads (when files are not
+    read concurrently).
+    """
+    location = storage.locate(row["path"])
+    fields = [schema.field(n) for n in target.names]
+    data_fields = [f for f in fields if f.name not in partition_columns]
+    values = dict(row["partition_values"] or [])
+    with _reading(location), _open_data_file(storage, location) as fh:
+        # coalesced reads make small remote files 3x faster; on Arrow's own local files they
+        # only cost CPU (see read_files_together). Decoded into deltalog's pool (jemalloc: with
+        # the default mimalloc a 15M-row read spent 2.4 s faulting in memory, against 0.7 s)
+        parquet = open_parquet(fh, pre_buffer=not isinstance(fh, pa.NativeFile))
+        meta = parquet.metadata
+        physical_rows = meta.num_rows
+        groups = None
+        if predicate is not None and meta.num_row_groups:
+            groups = row_groups_to_read(meta, predicate, schema, partition_columns, values)
+            if not groups:  # nothing in the file can match
+                return pa.Table.from_batches([], schema=target)
+            if len(groups) == meta.num_row_groups:
+                groups = None
+        keep = None
+        if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
+            deleted = read_deletion_vector(row["deletion_vector"], read_dv, num_rows=physical_rows)
+            if len(deleted):
+                keep = live_mask(deleted, physical_rows)
+        present = set(parquet.schema_arrow.names)
+        physical = [_physical(f) for f in data_fields if _physical(f) in present]
+        if groups is None:
+            data = parquet.read(columns=physical, use_threads=use_threads) if physical else None
+            rows = physical_rows
+        else:
+            data = (
+                parquet.read_row_groups(groups, columns=physical, use_threads=use_threads)
+                if physical
+                else None
+            )
+            sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+            rows = sum(sizes[i] for i in groups)
+            if keep is not None:
+                starts = [0]
+                for size in sizes:
+                    starts.append(starts[-1] + size)
+                parts = [keep.slice(starts[i], sizes[i]) for i in groups]
+                keep = pa.concat_arrays(parts) if parts else av.bools(True, 0)
+    if keep is not None:
+        data = None if data is None else _filtered(data, keep)
+        rows = int(pc.sum(keep).as_py() or 0)
+    table = _assemble(schema, partition_columns, target, row["partition_values"], data, rows)
+    if predicate is not None and table.num_rows:
+        table = _filtered(table, matches(predicate, table))
+    return table
+
+
+def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:
+    """``table.filter(mask)``, column by column.
+
+    ``Table.filter`` took 2.5x the CPU: 2.6 ms against 1.0 ms for 75,000 rows of five columns.
+    """
+    if not table.num_columns:
+        return table.filter(mask)
+    pool = decode_pool()
+    columns = [pc.filter(c, mask, memory_pool=pool) for c in table.columns]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def _assemble(
     schema: StructType,
     partition_columns: list[str],
@@ -377,8 +564,9 @@ def _assemble(
         arrow_type = target.field(f.name).type
         if f.name in partition_columns:
             text = values.get(_physical(f), values.get(f.name))
-            parsed = partition_table([{f.name: text}], schema, [f.name]).column(f.name)
-            out.append(pa.repeat(parsed[0], rows).cast(arrow_type))
+            value = _partition_value(f.name, f.type, text)
+            pool = decode_pool()
+            out.append(pa.repeat(value, rows, memory_pool=pool).cast(arrow_type))
         elif data is not None and _physical(f) in data.column_names:
             column = data.column(_physical(f))
             if isinstance(column, pa.ChunkedArray):  # (combine_chunks copies even one chunk)
@@ -389,6 +577,13 @@ def _assemble(
     if not fields:
         return pa.table({"_": pa.nulls(rows, pa.bool_())}).select([])
     return pa.Table.from_arrays(out, schema=target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _partition_value(name: str, t: DataType, text: str | None) -> pa.Scalar:
+    """A partition value parsed as its column's type (each distinct one once per process)."""
+    schema = StructType((StructField(name, t),))
+    return partition_table([{name: text}], schema, [name]).column(name)[0]
 
 
 def _deleted_rows(storage: TableStorage, descriptor: dict[str, Any], num_rows: int) -> pa.Array:

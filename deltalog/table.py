@@ -328,8 +328,10 @@ class DeltaTable(RowChanges):
         Args:
             columns: Only these columns, in this order (default: all, in schema order).
             filter: Only rows matching this predicate (``col("p") == "a"``, SQL text, DNF
-                tuples, a pyarrow expression); files whose partition values cannot match are
-                not read.
+                tuples, a pyarrow expression), on any columns. Files whose partition values or
+                statistics rule it out are not read, nor row groups whose Parquet statistics
+                do (see :func:`deltalog.read.files_matching`); the rows are the same as without
+                skipping.
 
         Raises:
             InvalidPredicateError: An unknown column.

@@ -138,6 +138,13 @@ class _Evaluator:
             values = pa.table({c: self.flat.column(f"partition.{c}") for c in sorted(names)})
             mask = p._mask(values)
             return pc.fill_null(mask if want else pc.invert(mask), av.false())
+        implied = getattr(
+            p, "implied", None
+        )  # a pyarrow expression: the plain predicate it implies
+        if implied is not None:
+            form = implied(self.schema)
+            if form is not None and (want or form[1]):
+                return self.may(form[0], want)
         return av.bools(True, self.n)  # another node on data columns: keep
 
     @staticmethod
