@@ -3,7 +3,8 @@
 Usage::
 
     .venv/bin/python benchmarks/bench_requests.py [--commits 30] [--writers 1 4]
-        [--stores s3 s3_dynamodb gcs azure] [--no-delta-rs] [--out benchmarks/out]
+        [--stores s3 s3_dynamodb gcs azure] [--engines deltalog delta-rs deltalog-files]
+        [--out benchmarks/out]
 
 The test servers of ``tests/servers`` run on 127.0.0.1 (moto for S3 and DynamoDB, our GCS
 server, Azurite; set ``DELTALOG_AZURITE`` if ``azurite-blob`` is not on the path), each behind
@@ -13,7 +14,10 @@ then W writer processes (``--child``), started together, each append ``--commits
 3-row batch through the engine's usual API on a table object kept open:
 
 * deltalog: ``write_table(table, rows, mode="append")`` (then ``wait_for_checkpoints()``);
-* delta-rs (``deltalake``): ``write_deltalake(dt, rows, mode="append")``.
+* delta-rs (``deltalake``): ``write_deltalake(dt, rows, mode="append")``;
+* with ``--engines ... deltalog-files``, also ``deltalog-files``: the writer uploads a Parquet file through
+  the log store, then ``table.append_files([name])`` (which reads the file's footer for its
+  statistics, and does not refresh the table first).
 
 Every request the server receives from the first append to the last writer's exit is counted
 (background checkpoints and log cleanup included), and divided by the successful commits.
@@ -55,7 +59,26 @@ def _child(engine: str, uri: str, options: dict[str, str], commits: int) -> None
     import pyarrow as pa
 
     rows = pa.table({"x": pa.array(ROWS["x"], pa.int64())})
-    if engine == "deltalog":
+    if engine == "deltalog-files":  # upload a Parquet file, then append_files it
+        import io
+
+        import pyarrow.parquet as pq
+
+        from deltalog import DeltaTable
+        from deltalog.logstores import open_store
+
+        table = DeltaTable(uri, storage_options=options)
+        store, root = open_store(uri, options)
+        buffer = io.BytesIO()
+        pq.write_table(rows, buffer)
+        data = buffer.getvalue()
+
+        def append() -> None:
+            name = f"part-{uuid.uuid4()}.parquet"
+            store.write(store.join(root, name), data, overwrite=True)
+            table.append_files([name])
+
+    elif engine == "deltalog":
         from deltalog import DeltaTable, write_table
 
         table = DeltaTable(uri, storage_options=options)
@@ -84,7 +107,7 @@ def _child(engine: str, uri: str, options: dict[str, str], commits: int) -> None
             print(f"{engine}: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
             continue
         latencies.append((time.perf_counter() - t0) * 1000)
-    if engine == "deltalog":
+    if engine.startswith("deltalog"):
         table.wait_for_checkpoints()
     cpu = os.times()
     result = {
@@ -165,7 +188,7 @@ def _location(store: str, engine: str, endpoint: str, tmp: Path) -> tuple[str, d
     name = f"{engine}-{store}-{uuid.uuid4().hex[:8]}"
     scheme = {"s3": "s3", "s3_dynamodb": "s3", "gcs": "gs", "azure": "az"}[store]
     uri = f"{scheme}://{BUCKET}/{name}"
-    if engine == "deltalog":
+    if engine.startswith("deltalog"):
         if store.startswith("s3"):
             protocol = "dynamodb" if store == "s3_dynamodb" else "conditional-put"
             return uri, s3_options(endpoint, protocol)
@@ -195,7 +218,7 @@ def _create(engine: str, uri: str, options: dict[str, str]) -> None:
     import pyarrow as pa
 
     schema = pa.schema([("x", pa.int64())])
-    if engine == "deltalog":
+    if engine.startswith("deltalog"):
         from deltalog import DeltaTable
 
         DeltaTable.create(uri, schema, storage_options=options)
@@ -289,7 +312,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commits", type=int, default=30, help="appends per writer")
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--stores", nargs="+", default=list(STORES), choices=STORES)
-    parser.add_argument("--no-delta-rs", action="store_true")
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=["deltalog", "delta-rs"],
+        choices=["deltalog", "delta-rs", "deltalog-files"],
+        help="deltalog-files: upload a Parquet file with the store, then append_files it",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="bench-requests-"))
@@ -298,10 +327,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for store in args.stores:
             for writers in args.writers:
-                engines = ["deltalog"]
-                if store != "s3_dynamodb" and not args.no_delta_rs:
-                    engines.append("delta-rs")
-                for engine in engines:
+                for engine in args.engines:
+                    if engine == "delta-rs" and store == "s3_dynamodb":
+                        continue  # delta-rs has no store for delta-spark's DynamoDB protocol
                     log(f"{store}: {engine}, {writers} writer(s) x {args.commits} appends")
                     row = run_one(servers, store, engine, writers, args.commits, tmp)
                     per = row["requests_per_commit"] or 0.0
