@@ -15,7 +15,7 @@ then W writer processes (``--child``), started together, each append ``--commits
 
 * deltalog: ``write_table(table, rows, mode="append")`` (then ``wait_for_checkpoints()``);
 * delta-rs (``deltalake``): ``write_deltalake(dt, rows, mode="append")``;
-* with ``--engines ... deltalog-files``, also ``deltalog-files``: the writer uploads a Parquet file through
+* ``deltalog-files`` (when named in ``--engines``): the writer uploads a Parquet file through
   the log store, then ``table.append_files([name])`` (which reads the file's footer for its
   statistics, and does not refresh the table first).
 
