@@ -485,8 +485,8 @@ class ExternalCoordinatedLogStore(LogStore):
     def exists(self, path: str) -> bool:  # noqa: D102
         return self.objects.exists(path)
 
-    def open_input(self, path: str) -> BinaryIO:  # noqa: D102
-        return self.objects.open_input(path)
+    def open_input(self, path: str, *, size: int | None = None) -> BinaryIO:  # noqa: D102
+        return self.objects.open_input(path, size=size)
 
     def local_path(self, path: str) -> str | None:  # noqa: D102
         return self.objects.local_path(path)

@@ -31,7 +31,7 @@ from .errors import (
     LogStoreError,
     StoreConfigurationError,
 )
-from .ranged_reader import open_ranged
+from .ranged_reader import FOOTER_TAIL, open_ranged
 from .retry import StoreRetryPolicy, call_with_retries, create_with_retries
 
 
@@ -179,11 +179,12 @@ class ObjectLogStore(LogStore):
         key = self.key_of(path)
         return call_with_retries(lambda: self._head(key), self.retry)
 
-    def open_input(self, path: str) -> BinaryIO:  # noqa: D102
+    def open_input(self, path: str, *, size: int | None = None) -> BinaryIO:  # noqa: D102
         key = self.key_of(path)
-        size = self.stat(path).size
+        if size is None:
+            size = self.stat(path).size
 
         def fetch(start: int, stop: int) -> bytes:
             return call_with_retries(lambda: self._get(key, start, stop), self.retry)
 
-        return open_ranged(size, fetch)
+        return open_ranged(size, fetch, tail=FOOTER_TAIL)

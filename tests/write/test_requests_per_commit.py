@@ -114,3 +114,35 @@ def test_s3_dynamodb_checks_again_once_what_it_knows_may_be_stale(
         log.recording = False
         assert log.take() == ["DynamoDB Query", "LIST log"]
         assert commit(6) == protocol  # the listing showed 5 as the newest complete commit
+
+
+APPEND_FILES_PROTOCOL = {
+    "s3_dynamodb": ["PUT temp", "DynamoDB PutItem", "PUT commit", "DynamoDB PutItem"],
+}
+
+
+@pytest.mark.parametrize("backend", CLOUD_BACKENDS)
+def test_append_files_reads_an_uploaded_footer_in_one_ranged_get(
+    request: pytest.FixtureRequest, backend: str
+) -> None:
+    """``append_files`` of a file another program uploaded reads its footer for statistics:
+    its size, then the last 64 KiB (length and footer together), then the commit."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(ROWS, buffer)
+    log = RequestLog()
+    with proxied_location(request, backend, log) as (_, location, _proxy):
+        table = DeltaTable.create(location.uri, ROWS.schema, storage_options=location.options)
+        store, root = open_store(location.uri, location.options)
+        for version in (1, 2, 3):
+            name = f"part-{version}.parquet"
+            store.write(store.join(root, name), buffer.getvalue(), overwrite=True)
+            log.recording = True
+            assert table.append_files([name]) == version
+            log.recording = False
+            commit = APPEND_FILES_PROTOCOL.get(backend, ["PUT commit"])
+            got = log.take()
+            assert got == ["HEAD data", "GET data", *commit, "PUT checksum"], (version, got)
