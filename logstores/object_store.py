@@ -31,7 +31,7 @@ from .errors import (
     LogStoreError,
     StoreConfigurationError,
 )
-from .ranged_reader import FOOTER_TAIL, open_ranged
+from .ranged_reader import open_ranged
 from .retry import StoreRetryPolicy, call_with_retries, create_with_retries
 
 
@@ -187,4 +187,4 @@ class ObjectLogStore(LogStore):
         def fetch(start: int, stop: int) -> bytes:
             return call_with_retries(lambda: self._get(key, start, stop), self.retry)
 
-        return open_ranged(size, fetch, tail=FOOTER_TAIL)
+        return open_ranged(size, fetch)

@@ -47,7 +47,7 @@ from deltalog.logstores import (
 from deltalog.logstores.azure import EMULATOR_KEY, AzureLogStore
 from deltalog.logstores.gcs import GCSLogStore
 from deltalog.logstores.object_store import ObjectLogStore
-from deltalog.logstores.ranged_reader import FOOTER_TAIL, RangedReader, open_ranged
+from deltalog.logstores.ranged_reader import RangedReader, open_ranged
 from deltalog.logstores.retry import StoreRetryPolicy, call_with_retries
 from deltalog.logstores.s3 import S3LogStore
 from deltalog.logstores.s3_open import S3Stores
@@ -931,30 +931,6 @@ def test_buffered_parquet_footer_pattern() -> None:
         assert f.read(10) == obj.data[1000:1010]
     assert len(obj.calls) == 3
     assert obj.calls[0] == (size - 8, size)
-
-
-def test_a_footer_within_the_tail_costs_one_request() -> None:
-    """Object stores open files with a 64 KiB tail: pyarrow's footer pattern (the last 8
-    bytes, then the footer before them) is one ranged GET, and so is a small file read whole."""
-    size = 3 << 20
-    obj = FakeObject(size)
-    with open_ranged(size, obj.fetch, buffer_size=64 << 10, tail=FOOTER_TAIL) as f:
-        f.seek(-8, io.SEEK_END)
-        assert f.read(8) == obj.data[-8:]
-        f.seek(-(8 + 20_000), io.SEEK_END)
-        assert f.read(20_000) == obj.data[-20_008:-8]
-        f.seek(-(8 + 20_000), io.SEEK_END)
-        assert f.read(20_008) == obj.data[-20_008:]
-        f.seek(1000)
-        assert f.read(10) == obj.data[1000:1010]
-    assert obj.calls == [(size - FOOTER_TAIL, size), (1000, 1000 + (64 << 10))]
-    small = FakeObject(5000)
-    with open_ranged(5000, small.fetch, tail=FOOTER_TAIL) as f:
-        f.seek(-8, io.SEEK_END)
-        assert f.read(8) == small.data[-8:]
-        f.seek(0)
-        assert f.read(5000) == small.data
-    assert small.calls == [(0, 5000)]
 
 
 def test_buffered_read_of_everything_costs_few_requests() -> None:

@@ -122,11 +122,12 @@ APPEND_FILES_PROTOCOL = {
 
 
 @pytest.mark.parametrize("backend", CLOUD_BACKENDS)
-def test_append_files_reads_an_uploaded_footer_in_one_ranged_get(
+def test_append_files_stats_an_uploaded_file_once(
     request: pytest.FixtureRequest, backend: str
 ) -> None:
     """``append_files`` of a file another program uploaded reads its footer for statistics:
-    its size, then the last 64 KiB (length and footer together), then the commit."""
+    one HEAD for its size (and time), which the footer reader reuses (it used to send its own),
+    and one ranged GET of the file's end (pyarrow's footer read); then the commit."""
     import io
 
     import pyarrow.parquet as pq
