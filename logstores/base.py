@@ -186,10 +186,15 @@ class LogStore(ABC):
             return False
         return True
 
-    def open_input(self, path: str) -> BinaryIO:
+    def open_input(self, path: str, *, size: int | None = None) -> BinaryIO:
         """Open a file for random-access reading (Parquet footers, checkpoints).
 
         The default reads the whole file; stores with ranged reads override it.
+
+        Args:
+            path: The file.
+            size: Its size when the caller knows it (from a listing): a store that needs the
+                size for ranged reads then sends no request for it.
 
         Raises:
             LogFileNotFoundError: The file does not exist.

@@ -4,7 +4,10 @@ For object stores without a server-side create-if-absent, an external key-value 
 conditional writes (DynamoDB) decides who owns version N. A commit of ``N.json`` goes:
 
 1. Refuse if ``N.json`` already exists. If version N-1's entry is incomplete, repair it first
-   (copy its temp file to ``N-1.json`` and mark it complete).
+   (copy its temp file to ``N-1.json`` and mark it complete). A writer that knows both already
+   (it saw N-1 complete as the newest commit less than half an entry lifetime ago, through its
+   own commit or a listing: :mod:`logstores.known_heads`) skips these requests: the entry's
+   conditional put refuses N then exactly as the checks would.
 2. **Prepare**: write the actions to a temp file ``_delta_log/.tmp/N.json.<uuid>``, then
    create the entry E(N, temp, complete=false) with a conditional put. This is the commit
    point: losing here means another writer owns N.
@@ -53,6 +56,7 @@ from .errors import (
     StoreIOError,
     WriteNotSentError,
 )
+from .known_heads import KnownHeads
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +140,8 @@ class ExternalCoordinatedLogStore(LogStore):
             raise ValueError("ttl_seconds must not be negative")
         self.objects = objects
         self.ttl_seconds = ttl_seconds
+        #: The newest commit of each table seen complete (lets a commit skip its checks).
+        self.known = KnownHeads(ttl_seconds)
 
     def __repr__(self) -> str:  # the object store only: never a client or its credentials
         return f"{type(self).__name__}({self.objects!r})"
@@ -219,10 +225,12 @@ class ExternalCoordinatedLogStore(LogStore):
         entry = ExternalCommitEntry(
             table_path, file_name, f"{TEMP_DIR}/{file_name}.{uuid.uuid4()}", complete=False
         )
-        self._prepare(entry, version, data)
+        since = self.known.now()
+        self._prepare(entry, version, data, checked=self.known.follows(table_path, version))
         try:
             self.put_entry(entry, overwrite=False)
         except FileAlreadyExistsError:
+            self.known.forget(table_path)
             self._discard(entry.absolute_temp_path)
             # Help the winner finish, so that the caller can read N.json right away.
             try:
@@ -239,6 +247,8 @@ class ExternalCoordinatedLogStore(LogStore):
             self._fault("copied")
             self._put_complete_entry(entry)
             self._fault("acknowledged")
+            # Nobody could claim N+1 before this entry existed: N+1 was free at ``since``.
+            self.known.note(table_path, version, since)
         except ForeignCommitError:
             # Let readers go on (N.json exists), then tell the caller its commit was displaced.
             self._put_complete_entry(entry)
@@ -250,8 +260,12 @@ class ExternalCoordinatedLogStore(LogStore):
             except LogStoreError as again:
                 log.warning("%s: repair deferred to the next reader (%s)", path, again)
 
-    def _prepare(self, entry: ExternalCommitEntry, version: int, data: bytes) -> None:
+    def _prepare(
+        self, entry: ExternalCommitEntry, version: int, data: bytes, *, checked: bool = False
+    ) -> None:
         """Steps 1 and 2's temp file: everything before the entry, which decides the commit.
+
+        With ``checked`` (:meth:`KnownHeads.follows`) step 1's checks are known to pass.
 
         Raises:
             FileAlreadyExistsError: ``N.json`` exists.
@@ -260,9 +274,10 @@ class ExternalCoordinatedLogStore(LogStore):
             LogFileNotFoundError: The bucket (or the like) does not exist.
         """
         try:
-            if self.objects.exists(entry.file_path):
-                raise FileAlreadyExistsError(f"already exists: {entry.file_path}")
-            self._ensure_previous(entry.table_path, version)
+            if not checked:
+                if self.objects.exists(entry.file_path):
+                    raise FileAlreadyExistsError(f"already exists: {entry.file_path}")
+                self._ensure_previous(entry.table_path, version)
             self._write_temp_file(entry.absolute_temp_path, data)
         except (
             FileAlreadyExistsError,
@@ -373,11 +388,19 @@ class ExternalCoordinatedLogStore(LogStore):
 
     def list_from(self, path: str) -> Iterator[FileStatus]:  # noqa: D102
         parts = split_log_path(path)
-        if parts is not None:
-            latest = self.get_latest_entry(parts[0])
-            if latest is not None and not latest.complete:
-                self.fix(latest)
-        return self.objects.list_from(path)
+        if parts is None:
+            return self.objects.list_from(path)
+        since = self.known.now()
+        latest = self.get_latest_entry(parts[0])
+        if latest is not None and not latest.complete:
+            self.fix(latest)
+        listed = list(self.objects.list_from(path))
+        newest = max((v for s in listed if (v := delta_version(s.name)) is not None), default=None)
+        if latest is not None and newest is not None and delta_version(latest.file_name) == newest:
+            # The newest entry (complete now) is the newest commit: nothing after it had an
+            # entry when the query ran, or that entry would have been the newest.
+            self.known.note(parts[0], newest, since)
+        return iter(listed)
 
     def read(self, path: str) -> bytes:  # noqa: D102
         try:
@@ -462,8 +485,8 @@ class ExternalCoordinatedLogStore(LogStore):
     def exists(self, path: str) -> bool:  # noqa: D102
         return self.objects.exists(path)
 
-    def open_input(self, path: str) -> BinaryIO:  # noqa: D102
-        return self.objects.open_input(path)
+    def open_input(self, path: str, *, size: int | None = None) -> BinaryIO:  # noqa: D102
+        return self.objects.open_input(path, size=size)
 
     def local_path(self, path: str) -> str | None:  # noqa: D102
         return self.objects.local_path(path)

@@ -197,7 +197,7 @@ class LocalLogStore(LogStore):
     def local_path(self, path: str) -> str | None:  # noqa: D102
         return path
 
-    def open_input(self, path: str) -> BinaryIO:  # noqa: D102
+    def open_input(self, path: str, *, size: int | None = None) -> BinaryIO:  # noqa: D102
         with _mapped(path):
             return open(path, "rb")
 

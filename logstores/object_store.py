@@ -179,9 +179,10 @@ class ObjectLogStore(LogStore):
         key = self.key_of(path)
         return call_with_retries(lambda: self._head(key), self.retry)
 
-    def open_input(self, path: str) -> BinaryIO:  # noqa: D102
+    def open_input(self, path: str, *, size: int | None = None) -> BinaryIO:  # noqa: D102
         key = self.key_of(path)
-        size = self.stat(path).size
+        if size is None:
+            size = self.stat(path).size
 
         def fetch(start: int, stop: int) -> bytes:
             return call_with_retries(lambda: self._get(key, start, stop), self.retry)

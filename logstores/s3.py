@@ -65,6 +65,9 @@ CONDITIONAL_PUT = "conditional-put"
 DYNAMODB = "dynamodb"
 UNSAFE_SINGLE_WRITER = "unsafe-single-writer"
 CommitProtocol = Literal["conditional-put", "dynamodb", "unsafe-single-writer"]
+#: How :class:`S3LogStore` makes a create-if-absent (see its ``create_mode``).
+CreateMode = Literal["if-none-match", "check-then-put", "if-none-match-else-check"]
+_NOT_IMPLEMENTED = {"NotImplemented", "501"}
 
 #: Every ``s3.*`` option; ``s3.dynamodb.*`` ones are read by :mod:`logstores.dynamodb`.
 KNOWN_OPTIONS = (
@@ -84,6 +87,7 @@ KNOWN_OPTIONS = (
     "s3.dynamodb.ttl_seconds",
     "s3.dynamodb.rcu",
     "s3.dynamodb.wcu",
+    "s3.dynamodb.if_none_match",
 )
 
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
@@ -308,10 +312,12 @@ class S3LogStore(ObjectLogStore):
         client: A boto3 S3 client.
         prefix: ``s3://bucket/`` (or ``s3a://bucket/``), the notation of every path.
         bucket: The bucket name.
-        create_mode: ``"if-none-match"`` (the server refuses an existing key) or
-            ``"check-then-put"`` (unsafe with concurrent writers; used by
-            ``unsafe-single-writer`` and underneath the DynamoDB coordinator, which provides the
-            mutual exclusion for commits itself).
+        create_mode: ``"if-none-match"`` (the server refuses an existing key),
+            ``"check-then-put"`` (a HEAD, then a plain PUT: unsafe with concurrent writers; used
+            by ``unsafe-single-writer``), or ``"if-none-match-else-check"`` (``If-None-Match``
+            while the server supports it, ``check-then-put`` from the first 501
+            ``NotImplemented`` on; used underneath the DynamoDB coordinator, which provides the
+            mutual exclusion for commits itself, so that a create costs one request).
         retry: Backoff for throttled and transient requests.
     """
 
@@ -321,17 +327,19 @@ class S3LogStore(ObjectLogStore):
         prefix: str,
         bucket: str,
         *,
-        create_mode: Literal["if-none-match", "check-then-put"] = "if-none-match",
+        create_mode: CreateMode = "if-none-match",
         retry: StoreRetryPolicy | None = None,
     ) -> None:
         super().__init__(prefix, retry)
         self.client = client
         self.bucket = bucket
         self.create_mode = create_mode
+        #: ``if-none-match-else-check`` found the server without conditional writes.
+        self.checks_before_put = create_mode == "check-then-put"
 
     def _put(self, key: str, data: bytes, *, if_absent: bool) -> None:
         where = self.path_of(key)
-        if if_absent and self.create_mode == "check-then-put":
+        if if_absent and self.checks_before_put:
             if self._exists_key(key):
                 raise FileAlreadyExistsError(f"already exists: {where}")
             if_absent = False
@@ -348,7 +356,14 @@ class S3LogStore(ObjectLogStore):
                 raise StoreUnavailableError(
                     f"conflicting upload in flight: {where} ({code}); retrying"
                 ) from exc
-            if if_absent and code in ("NotImplemented", "501"):
+            if if_absent and code in _NOT_IMPLEMENTED:
+                if self.create_mode == "if-none-match-else-check":
+                    log.info(
+                        "%s: no conditional writes (%s); checking before each create", where, code
+                    )
+                    self.checks_before_put = True
+                    self._put(key, data, if_absent=True)
+                    return
                 raise UnsafeStoreConfigurationError(
                     f"the S3 endpoint does not support conditional writes (If-None-Match) for "
                     f"{where}; use s3.commit_protocol=dynamodb"

@@ -2,7 +2,9 @@
 
 ``s3.commit_protocol`` (or the delta-rs spellings it accepts) picks conditional put
 (:class:`~logstores.s3.S3LogStore` with ``If-None-Match``), delta-spark's S3 + DynamoDB protocol
-(:class:`~logstores.dynamodb.S3DynamoDBLogStore` over an S3 store that checks before it puts),
+(:class:`~logstores.dynamodb.S3DynamoDBLogStore` over an S3 store whose creates use
+``If-None-Match`` where the server has it and check before they put where not, or always check
+with ``s3.dynamodb.if_none_match=false``),
 or the unsafe single-writer mode. This sits above both stores, so neither imports the other.
 """
 
@@ -18,6 +20,7 @@ from .s3 import (
     DYNAMODB,
     KNOWN_OPTIONS,
     UNSAFE_SINGLE_WRITER,
+    CreateMode,
     S3LogStore,
     commit_protocol_from_options,
     connection_from_options,
@@ -44,7 +47,9 @@ class S3Stores:
         root = prefix + key if key else prefix.rstrip("/")
         client = connection.client("s3")
         if protocol == DYNAMODB:
-            objects = S3LogStore(client, prefix, bucket, create_mode="check-then-put", retry=retry)
+            conditional = opts.get_bool("s3.dynamodb.if_none_match", default=True)
+            mode: CreateMode = "if-none-match-else-check" if conditional else "check-then-put"
+            objects = S3LogStore(client, prefix, bucket, create_mode=mode, retry=retry)
             return S3DynamoDBLogStore.from_options(objects, opts, connection), root
         if protocol == UNSAFE_SINGLE_WRITER:
             log.warning(

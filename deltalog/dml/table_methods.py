@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from deltalog.errors import InvalidExpressionError
-from deltalog.log.replay import replay
-from deltalog.log.segment import list_log
+from deltalog.log.refresh import newest_snapshot
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
 from deltalog.stats.predicate_input import PredicateLike
@@ -56,8 +55,12 @@ class RowChanges:
         ) -> Transaction: ...
 
     def refresh(self) -> int:
-        """Move to the latest version; returns it (also spelled ``update()``)."""
-        self._snapshot = replay(self._storage, list_log(self._storage))
+        """Move to the latest version; returns it (also spelled ``update()``).
+
+        Only what came after the version held is read: one listing when nothing did (see
+        :mod:`deltalog.log.refresh`).
+        """
+        self._snapshot = newest_snapshot(self._storage, self._snapshot)
         return self._snapshot.version
 
     @overload

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from collections.abc import Iterable
+from typing import BinaryIO
 
 from deltalog.errors import (
     DataFileNotFoundError,
@@ -15,7 +18,7 @@ from deltalog.errors import (
 from deltalog.log.file_actions import scheme_prefix
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
-from deltalog.logstores import FileStatus, LogFileNotFoundError, scheme_of
+from deltalog.logstores import FileStatus, LogFileNotFoundError, LogStore, scheme_of
 from deltalog.logstores.local import local_path_from_uri
 from deltalog.protocol.actions import AddFile, Metadata
 from deltalog.protocol.parquet_types import check_file_types
@@ -230,7 +233,10 @@ def describe(
             raise DuplicateFileError(f"{given!r} is given more than once")
         seen.add(action_path)
         try:
-            with storage_errors(f"cannot read {location}"), store.open_input(location) as fh:
+            with (
+                storage_errors(f"cannot read {location}"),
+                _open_sized(store, location, status.size) as fh,
+            ):
                 footer = read_footer(fh, location)
         except LogFileNotFoundError as exc:  # deleted since it was listed
             raise DataFileNotFoundError(f"{given!r} does not exist", path=given) from exc
@@ -279,11 +285,14 @@ def data_schemas(
     by_lower = {f.name.lower(): f for f in table.fields}
     partitions = {c.lower() for c in partition_columns}
     out = []
-    for given, _status in files:
+    for given, status in files:
         location = resolve(storage, given)[2]
         store = storage.store
         try:
-            with storage_errors(f"cannot read {location}"), store.open_input(location) as fh:
+            with (
+                storage_errors(f"cannot read {location}"),
+                _open_sized(store, location, status.size) as fh,
+            ):
                 footer = read_footer(fh, location)
         except LogFileNotFoundError as exc:
             raise DataFileNotFoundError(f"{given!r} does not exist", path=given) from exc
@@ -304,3 +313,15 @@ def data_schemas(
             fields.append(StructField(arrow_field.name, file_type, arrow_field.nullable))
         out.append(StructType(tuple(fields)))
     return out
+
+
+@functools.cache
+def _takes_size(kind: type[LogStore]) -> bool:
+    return "size" in inspect.signature(kind.open_input).parameters
+
+
+def _open_sized(store: LogStore, location: str, size: int) -> BinaryIO:
+    """``store.open_input`` told the size the listing gave (a store that asks no size is not)."""
+    if _takes_size(type(store)):
+        return store.open_input(location, size=size)
+    return store.open_input(location)

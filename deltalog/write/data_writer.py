@@ -18,7 +18,8 @@ Memory stays bounded however large the input: rows buffered for all files togeth
 (:attr:`ParquetOptions.buffer_bytes`; past it the largest buffer becomes a row group), so are
 row groups waiting to be encoded, and at most ``max_open_files`` files are open. Local files
 stream to disk; files for object stores are assembled in memory and uploaded with one
-create-if-absent write when finished (the cap counts them too).
+create-if-absent write when finished (the cap counts them too); their ``add`` takes the size of
+the bytes uploaded and the time the upload returned, so nothing is read back from the store.
 
 Nothing a writer writes is visible until a commit names it. :meth:`DataWriter.abort` (and any
 failure inside :meth:`DataWriter.close`) deletes every file the writer created.
@@ -40,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.errors import TransactionClosedError
+from deltalog.log.clock import now_ms
 from deltalog.logstores import LogStore
 from deltalog.protocol.actions import AddFile
 from deltalog.protocol.column_mapping import mapping_mode, physical_name, to_physical_batch
@@ -434,16 +436,20 @@ class _File:
             self.writer.add_key_value_metadata(metadata)
         self.writer.close()
         if isinstance(self.sink, io.BytesIO):
-            store.write(self.location, self.sink.getvalue(), overwrite=False)
+            # Everything an ``add`` needs is known here: no request reads the upload back.
+            data = self.sink.getvalue()
+            store.write(self.location, data, overwrite=False)
             self.sink = io.BytesIO()
+            size, modified = len(data), now_ms()
         else:
             self.sink.close()
-        status = store.stat(self.location)
+            status = store.stat(self.location)
+            size, modified = status.size, status.modification_time
         return AddFile(
             path=encode_path(self.relative),
             partition_values=dict(self.values),
-            size=status.size,
-            modification_time=status.modification_time,
+            size=size,
+            modification_time=modified,
             data_change=data_change,
             stats=self.stats.to_json(),
         )

@@ -265,6 +265,33 @@ def test_s3_endpoint_without_conditional_writes(server: ScriptedServer) -> None:
     assert len(server.requests) == 1
 
 
+def test_s3_under_dynamodb_creates_with_if_none_match_until_the_endpoint_answers_501(
+    server: ScriptedServer,
+) -> None:
+    """The S3 store beneath the DynamoDB coordinator creates in one conditional PUT; an
+    endpoint without conditional writes makes it check with a HEAD before each PUT from then on.
+    """
+    store = S3LogStore(
+        s3_store(server.endpoint).client, "s3://bkt/", "bkt", create_mode="if-none-match-else-check"
+    )
+    store.retry = FAST
+    server.script(s3_put_ok())
+    store.write(PATH, DATA)
+    assert [(r.method, r.header("If-None-Match")) for r in server.requests] == [("PUT", "*")]
+    server.requests.clear()
+    server.script(
+        s3_error(501, "NotImplemented", "A header you provided is not implemented"),
+        Reply(404),  # HEAD: absent
+        s3_put_ok(),
+        Reply(404),  # the next create checks first at once
+        s3_put_ok(),
+    )
+    store.write(PATH + "2", DATA)
+    store.write(PATH + "3", DATA)
+    sent = [(r.method, r.header("If-None-Match")) for r in server.requests]
+    assert sent == [("PUT", "*"), ("HEAD", None), ("PUT", None), ("HEAD", None), ("PUT", None)]
+
+
 @pytest.mark.parametrize(
     ("first", "read_back", "succeeds"),
     [

@@ -299,7 +299,7 @@ def test_dynamodb_protocol_builds_the_coordinated_store(
     assert isinstance(store, S3DynamoDBLogStore)
     assert store.table_name == table
     assert isinstance(store.objects, S3LogStore)
-    assert store.objects.create_mode == "check-then-put"
+    assert store.objects.create_mode == "if-none-match-else-check"
     assert root == f"s3://{moto_bucket}/t"
     # The table was created on moto, where the store found it.
     dynamodb = boto3.client(
@@ -310,6 +310,23 @@ def test_dynamodb_protocol_builds_the_coordinated_store(
         aws_secret_access_key="testing",
     )
     assert dynamodb.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE"
+
+
+def test_dynamodb_s3_creates_check_first_when_told_the_server_ignores_if_none_match(
+    moto_server: harness.ServerProcess, moto_bucket: str
+) -> None:
+    options = {
+        "s3.endpoint": moto_server.endpoint,
+        "s3.region": "us-east-1",
+        **harness.AWS_KEYS,
+        "s3.commit_protocol": "dynamodb",
+        "s3.dynamodb.table_name": f"opts_{uuid.uuid4().hex[:12]}",
+        "s3.dynamodb.create_table": "true",
+        "s3.dynamodb.if_none_match": "false",
+    }
+    store, _ = open_store(f"s3://{moto_bucket}/t", options)
+    assert isinstance(store, S3DynamoDBLogStore)
+    assert store.objects.create_mode == "check-then-put"
 
 
 # =========================================================================== S3: other options
