@@ -20,12 +20,12 @@ from deltalog.log.storage import TableStorage
 # The operations are imported when called: opening a table needs none of them (nor pyarrow).
 if TYPE_CHECKING:
     from deltalog.stats.predicate_input import PredicateLike
+    from deltalog.write.commit import RetryPolicy
+    from deltalog.write.transaction import Transaction
 
     from .merge import TableMerger
     from .optimize import TableOptimizer
     from .results import DmlResult
-    from deltalog.write.commit import RetryPolicy
-    from deltalog.write.transaction import Transaction
 
 __all__ = ["RowChanges"]
 

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
 
     from deltalog.log.commit_parser import ParsedCommits, Text
+    from deltalog.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA
 else:
     pa = lazy_module("pyarrow")
     pc = lazy_module("pyarrow.compute")
