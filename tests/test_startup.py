@@ -1,8 +1,9 @@
 """Start-up: what a fresh process loads before it needs it.
 
 Every CLI command and short script is a new process; pyarrow and numpy alone cost more than
-delta-rs's whole open. ``import deltalog`` and opening a table of JSON commits (its version,
-protocol, metadata, schema) must not import them; its files still come out right afterwards.
+delta-rs's whole open. ``import deltalog``, opening a table of JSON commits (its version,
+protocol, metadata, schema) and ``deltalog describe`` of it must not import them; its files
+still come out right afterwards.
 Each check runs in a fresh interpreter and inspects ``sys.modules``.
 """
 
@@ -100,15 +101,32 @@ def test_opening_a_json_table_loads_no_pyarrow(tmp_path: Path) -> None:
     assert _loaded_after(code) == []
 
 
+def test_describe_loads_no_pyarrow(tmp_path: Path) -> None:
+    uri = _json_table(tmp_path / "t")
+    code = (
+        "import contextlib, io, json\n"
+        "from deltalog.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    assert main(['describe', {uri!r}, '--json']) == 0\n"
+        "doc = json.loads(out.getvalue())\n"
+        "assert (doc['version'], doc['numFiles'], doc['sizeInBytes']) == (2, 1, 100), doc\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['describe', {uri!r}]) == 0\n"
+    )
+    assert _loaded_after(code) == []
+
+
 def test_the_files_of_a_table_opened_without_pyarrow_are_right(tmp_path: Path) -> None:
     """The merge deferred at open gives the live files (and tombstones) when asked for."""
     from deltalog import DeltaTable
 
     uri = _json_table(tmp_path / "t")
     table = DeltaTable(uri)
-    assert not table.snapshot.file_state.is_merged
+    assert (table.snapshot.num_files, table.snapshot.size_in_bytes) == (1, 100)
+    assert not table.snapshot.file_state.is_merged  # counted without the Arrow merge
     assert table.files().column("path").to_pylist() == ["part=a/1.parquet"]
     assert table.snapshot.tombstones.column("path").to_pylist() == ["part=b/2"]
-    assert table.snapshot.num_files == 1
     assert table.snapshot.file_state.is_merged
+    assert (table.snapshot.num_files, table.snapshot.size_in_bytes) == (1, 100)
     assert DeltaTable(uri, version=1).snapshot.num_files == 2

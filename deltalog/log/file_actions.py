@@ -372,6 +372,14 @@ class FileActionLog:
         if removes:
             self.removes.append(removes)
 
+    def objects(self) -> list[AddFile | RemoveFile] | None:
+        """The actions in log order, if they were all given as objects (else ``None``)."""
+        if any(not isinstance(part, list) for part in (*self.adds, *self.removes)):
+            return None
+        adds = iter([a for part in self.adds for a in part])
+        removes = iter([r for part in self.removes for r in part])
+        return [next(adds) if is_add else next(removes) for is_add in self.order]
+
     def extend_tables(self, order: list[bool], adds: pa.Table, removes: pa.Table) -> None:
         """Append actions already parsed into Arrow."""
         self.order += order
@@ -432,6 +440,8 @@ def _walk_to_merged(
         node = parent
 
 
+#: Most actions :meth:`PendingFiles.live_adds` walks instead of merging.
+_LIVE_ADDS_MAX = 10_000
 #: More paths than this in one lookup build the live path index instead of scanning.
 _SCAN_MAX_PATHS = 1024
 
@@ -454,10 +464,12 @@ class PendingFiles:
         parent: PendingFiles | None = None,
         actions: Sequence[AddFile | RemoveFile] = (),
         compute: Callable[[], tuple[Keyed, Keyed]] | None = None,
+        objects: Sequence[AddFile | RemoveFile] | None = None,
     ) -> None:
         self._prefix = prefix
         self._result = result
         self._compute = compute  # a deferred root: builds its result when first asked
+        self._objects = objects  # and, until then, the actions it merges (see live_adds)
         self._parent = parent
         self._actions = tuple(actions)
         self._lock = threading.Lock()  # the merge (get)
@@ -476,16 +488,62 @@ class PendingFiles:
         return cls(prefix, result=(files, tombstones))
 
     @classmethod
-    def deferred(cls, compute: Callable[[], tuple[Keyed, Keyed]], prefix: str) -> PendingFiles:
-        """A state whose files ``compute`` builds, once, when they are first asked for."""
-        return cls(prefix, compute=compute)
+    def deferred(
+        cls,
+        compute: Callable[[], tuple[Keyed, Keyed]],
+        prefix: str,
+        objects: Sequence[AddFile | RemoveFile] | None = None,
+    ) -> PendingFiles:
+        """A state whose files ``compute`` builds, once, when they are first asked for.
+
+        ``objects``, when given, are the file actions (in log order, from an empty table) that
+        ``compute`` merges: :meth:`live_adds` answers from them without building Arrow.
+        """
+        return cls(prefix, compute=compute, objects=objects)
+
+    def live_adds(self) -> list[AddFile] | None:
+        """The live files as objects, if that needs no Arrow merge (else ``None``).
+
+        Only a state that descends from a deferred root with its actions as objects, not
+        merged yet, answers: a table of a few JSON commits whose count and size are asked
+        (``deltalog describe``) without loading pyarrow. The last action on a key wins, as in
+        the merge. Beyond :data:`_LIVE_ADDS_MAX` actions (a writer's many commits since) the
+        merge, done once and kept, is cheaper than walking them at every call.
+        """
+        chain: list[Sequence[AddFile | RemoveFile]] = []
+        node: PendingFiles | None = self
+        walked = 0
+        while node is not None:
+            with node._lock:
+                if node._result is not None:
+                    return None
+                objects, parent = node._objects, node._parent
+                chain.append(node._actions)
+            walked += len(node._actions) + 1
+            if parent is None:
+                if objects is None:
+                    return None
+                chain.append(objects)
+                walked += len(objects)
+            if walked > _LIVE_ADDS_MAX:
+                return None
+            node = parent
+        live: dict[str, AddFile] = {}
+        for actions in reversed(chain):
+            for action in actions:
+                key = file_key(action.path, action.dv_id, self._prefix)
+                if isinstance(action, AddFile):
+                    live[key] = action
+                else:
+                    live.pop(key, None)
+        return list(live.values())
 
     def _links(
         self,
     ) -> tuple[tuple[Keyed, Keyed] | None, PendingFiles | None, tuple[AddFile | RemoveFile, ...]]:
         """Result, parent and actions, building a deferred root's result (hold ``_lock``)."""
         if self._compute is not None:
-            self._result, self._compute = self._compute(), None
+            self._result, self._compute, self._objects = self._compute(), None, None
         return self._result, self._parent, self._actions
 
     def then(self, actions: Sequence[AddFile | RemoveFile]) -> PendingFiles:

@@ -459,7 +459,9 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     prefix = scheme_prefix(storage.root)
     if base is None and _exact_first(segment):
         file_state = PendingFiles.deferred(
-            functools.partial(_merge_from_empty, state.files, prefix), prefix
+            functools.partial(_merge_from_empty, state.files, prefix),
+            prefix,
+            state.files.objects(),
         )
     else:
         if base is None:

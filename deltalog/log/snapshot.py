@@ -193,11 +193,15 @@ class Snapshot:
     @property
     def num_files(self) -> int:
         """Number of live logical files."""
-        return int(self.raw_files.num_rows)
+        adds = self.file_state.live_adds()  # a small table just opened: no Arrow needed
+        return len(adds) if adds is not None else int(self.raw_files.num_rows)
 
     @property
     def size_in_bytes(self) -> int:
         """Total size of live files."""
+        adds = self.file_state.live_adds()
+        if adds is not None:
+            return sum(a.size for a in adds)
         if not self.raw_files.num_rows:
             return 0
         total = pc.sum(self.raw_files.column("size")).as_py()
