@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -53,7 +52,6 @@ __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike
 
 #: How a write may change the table schema: ``merge`` adds the data's new columns.
 SchemaMode = Literal["merge", "overwrite"]
-_log = logging.getLogger(__name__)
 _MAINTENANCE_LOCK = threading.Lock()
 
 

@@ -20,7 +20,6 @@ import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +65,8 @@ from deltalog.protocol.paths import parse_log_name
 from deltalog.worker_pool import worker_pool
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -6,8 +6,6 @@ do when it reports that another writer got the version first.
 
 from __future__ import annotations
 
-import random
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +61,8 @@ def make_commit_info(
     if user_metadata is not None:
         body["userMetadata"] = user_metadata
     body["engineInfo"] = engine_info
+    import uuid  # a few ms to import: only when a commit is made
+
     body["txnId"] = str(uuid.uuid4())
     return CommitInfo(extra=body)
 
@@ -97,6 +97,8 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to sleep after failed attempt number ``attempt`` (1-based)."""
+        import random
+
         return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt - 1, 60)))
 
 
