@@ -82,7 +82,7 @@ def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
 @functools.cache
 def _plugins() -> tuple[EntryPoint, ...]:
     """Installed plugin stores, looked up once per process (scanning metadata takes ms)."""
-    from importlib.metadata import entry_points  # ~10 ms to import: only when a store opens
+    from .plugin_scan import entry_points  # importlib.metadata only if a plugin may exist
 
     return tuple(entry_points(group=ENTRY_POINT_GROUP))
 

@@ -30,7 +30,6 @@ from deltalog.logstores import (
 from deltalog.protocol.actions import Action, AddFile, CommitInfo, Txn
 from deltalog.protocol.config import log_retention_ms
 from deltalog.protocol.paths import commit_name, parse_log_name
-from deltalog.write.commit_outcome import confirm_in_history, resolve_failed_write
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
 
@@ -153,6 +152,8 @@ def try_write(
         StorageError: The store failed otherwise, or refused the write before sending it
             (``logstores.WriteNotSentError``); nothing was written.
     """
+    from deltalog.write.commit_outcome import confirm_in_history, resolve_failed_write
+
     since = now_ms()
     if version > 0 and check_previous and not _version_is_free(storage, version):
         return False
