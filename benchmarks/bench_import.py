@@ -113,7 +113,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    env_note = "" if os.environ.get("PYTHONDONTWRITEBYTECODE") is None else " (bytecode!)"
+    env_note = (
+        ""
+        if os.environ.get("PYTHONDONTWRITEBYTECODE") is None
+        else " (PYTHONDONTWRITEBYTECODE dropped for the children)"
+    )
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # a real install has .pyc files
     with tempfile.TemporaryDirectory() as tmp:
         json_table, checkpointed = _tables(Path(tmp))
