@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 _UNRESERVED = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
@@ -46,4 +45,6 @@ def canonical_json(obj: dict[str, Any]) -> str:
 
 def json_checksum(obj: dict[str, Any]) -> str:
     """The 32-character MD5 hex digest of :func:`canonical_json`."""
+    import hashlib  # ~5 ms to import (OpenSSL): only when a checksum is checked
+
     return hashlib.md5(canonical_json(obj).encode("utf-8"), usedforsecurity=False).hexdigest()

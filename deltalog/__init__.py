@@ -1,8 +1,10 @@
 """deltalog: write and read Delta Lake transaction logs, byte-compatible with delta-spark.
 
-``import deltalog`` is cheap: the public names below are imported on first use (PEP 562), so
-pyarrow is loaded when a table is opened, and pandas, PySpark and the cloud SDKs only by the
-features that need them (``deltalog.spark``, the ``s3://``, ``gs://`` and ``az://`` stores).
+``import deltalog`` is cheap: the public names below are imported on first use (PEP 562).
+Opening a table of JSON commits and reading its version, protocol, metadata or schema loads no
+pyarrow (see :mod:`deltalog.lazy`); its files, a checkpoint or any data do. pandas, PySpark and
+the cloud SDKs come only with the features that need them (``deltalog.spark``, the ``s3://``,
+``gs://`` and ``az://`` stores).
 """
 
 from __future__ import annotations

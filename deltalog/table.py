@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from deltalog.arrow import values as av
-from deltalog.checkpoints.last_checkpoint import LastCheckpoint
 from deltalog.dml.table_methods import RowChanges
 from deltalog.errors import (
     AppendOnlyError,
@@ -22,77 +17,42 @@ from deltalog.errors import (
     ReplaceWhereMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
-    TimestampOutOfRangeError,
-    VersionNotFoundError,
 )
-from deltalog.log import in_commit_timestamps as ict
-from deltalog.log.checksum import write_first_checksum
-from deltalog.log.clock import now_ms
-from deltalog.log.history import commit_ict, read_history
-from deltalog.log.notebook import snapshot_html
 from deltalog.log.replay import replay
-from deltalog.log.segment import LogListing, classify, commit_times, list_log
+from deltalog.log.segment import classify, list_log
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
-from deltalog.maintenance.after_commit import Maintenance
-from deltalog.maintenance.checkpointing import write_snapshot_checkpoint
-from deltalog.maintenance.retention import cleanup_log
-from deltalog.maintenance.vacuum import Progress, VacuumMode, VacuumResult
-from deltalog.maintenance.vacuum import vacuum as run_vacuum
+from deltalog.log.time_travel import TimestampLike, to_millis, version_at
 from deltalog.protocol.actions import Metadata, Protocol, serialize_actions
-from deltalog.protocol.property_keys import TableProperties
-from deltalog.protocol.schema import StructType
 from deltalog.protocol.user_input import (
     as_items,
     check_version_number,
     is_long,
     renamed_keyword,
 )
-from deltalog.read import read_rows
-from deltalog.stats.file_stats import UnusableParsedStats
-from deltalog.stats.file_stats import flatten_stats as flatten
-from deltalog.stats.predicate_input import PredicateLike, as_predicate
-from deltalog.stats.predicates import Predicate, matches, partition_table
-from deltalog.stats.skipping import prune_mask
-from deltalog.write.commit import ENGINE_INFO, RetryPolicy, make_commit_info, try_write
-from deltalog.write.data_files import data_schemas, expand
-from deltalog.write.first_commit import new_table_actions
-from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
-from deltalog.write.table_changes import protocol_for_schema
-from deltalog.write.transaction import Transaction
+from deltalog.write.commit import ENGINE_INFO, RetryPolicy
 
+# Opening a table and reading its version needs none of the modules below (nor pyarrow):
+# each method imports what it uses, so a short script or a CLI command starts fast.
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     from deltalog.check import CheckReport
+    from deltalog.checkpoints.last_checkpoint import LastCheckpoint
+    from deltalog.maintenance.after_commit import Maintenance
+    from deltalog.maintenance.vacuum import Progress, VacuumMode, VacuumResult
+    from deltalog.protocol.schema import StructType
+    from deltalog.stats.predicate_input import PredicateLike
+    from deltalog.stats.predicates import Predicate
+    from deltalog.write.transaction import Transaction
 
 __all__ = ["AppendOnlyError", "DeltaTable", "DuplicateFileError", "TimestampLike"]
 
-TimestampLike = dt.datetime | int | str
 #: How a write may change the table schema: ``merge`` adds the data's new columns.
 SchemaMode = Literal["merge", "overwrite"]
-_log = logging.getLogger(__name__)
-
-
-def _to_millis(ts: TimestampLike) -> int:
-    if isinstance(ts, int) and not isinstance(ts, bool):
-        if not is_long(ts):
-            raise InvalidInputError(f"timestamp {ts} ms is out of range")
-        return ts
-    if isinstance(ts, str):
-        try:
-            ts = dt.datetime.fromisoformat(ts)
-        except ValueError as exc:
-            raise InvalidInputError(f"not an ISO-8601 timestamp: {ts!r}") from exc
-    if isinstance(ts, dt.datetime):
-        if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=dt.UTC)
-        try:
-            return int(ts.timestamp() * 1000)
-        except (ValueError, OverflowError, OSError) as exc:
-            raise InvalidInputError(f"timestamp {ts!r} is out of range") from exc
-    raise InvalidInputError(f"not a timestamp: {ts!r}")
+_MAINTENANCE_LOCK = threading.Lock()
 
 
 class DeltaTable(RowChanges):
@@ -143,7 +103,7 @@ class DeltaTable(RowChanges):
         self._storage = TableStorage.open(uri, storage_options)
         if timestamp is not None:
             listing = list_log(self._storage, use_hint=False)
-            version = _version_at(self._storage, listing, _to_millis(timestamp))
+            version = version_at(self._storage, listing, to_millis(timestamp))
         else:
             listing = list_log(self._storage, use_hint=version is None)
             if (
@@ -153,7 +113,19 @@ class DeltaTable(RowChanges):
             ):
                 listing = list_log(self._storage, use_hint=False)
         self._snapshot = replay(self._storage, listing, version)
-        self._maintenance = Maintenance(self._storage, background=background_checkpoints)
+        self._maintenance_thread: Maintenance | None = None
+
+    @property
+    def _maintenance(self) -> Maintenance:
+        """Checkpoints and log cleanup after this object's commits (set up on first commit)."""
+        with _MAINTENANCE_LOCK:  # two threads may commit through one object
+            if self._maintenance_thread is None:
+                from deltalog.maintenance.after_commit import Maintenance
+
+                self._maintenance_thread = Maintenance(
+                    self._storage, background=self._background_checkpoints
+                )
+            return self._maintenance_thread
 
     # ----------------------------------------------------------------- creation
     @classmethod
@@ -185,6 +157,12 @@ class DeltaTable(RowChanges):
             InvalidInputError: A partition column is not in the schema, or has a complex type.
             UnsupportedFeatureError: A property enables a feature deltalog cannot write.
         """
+        from deltalog.log import in_commit_timestamps as ict
+        from deltalog.log.checksum import write_first_checksum
+        from deltalog.log.clock import now_ms
+        from deltalog.write.commit import make_commit_info, try_write
+        from deltalog.write.first_commit import new_table_actions
+
         storage = TableStorage.open(uri, storage_options)
         metadata, protocol = new_table_actions(
             schema,
@@ -265,6 +243,9 @@ class DeltaTable(RowChanges):
             InvalidPredicateError: ``filter`` names a column the table lacks or a value that
                 does not fit its column.
         """
+        from deltalog.stats.file_stats import UnusableParsedStats
+        from deltalog.stats.predicate_input import as_predicate
+
         snap = self._snapshot
         if filter is None and not flatten_stats:
             return snap.files if with_stats else snap.files_without_stats()
@@ -295,6 +276,9 @@ class DeltaTable(RowChanges):
         on_partitions: bool,
         parsed: pa.ChunkedArray | None,
     ) -> pa.Table:
+        from deltalog.stats.file_stats import flatten_stats as flatten
+        from deltalog.stats.skipping import prune_mask
+
         snap = self._snapshot
         if with_stats:
             files = snap.files
@@ -338,6 +322,8 @@ class DeltaTable(RowChanges):
             UnsupportedFeatureError: Something this reader cannot apply (nested column mapping).
             StorageError: A data or deletion-vector file cannot be read.
         """
+        from deltalog.read import read_rows
+
         return read_rows(self._storage, self._snapshot, columns=columns, filter=filter)
 
     def to_pandas(
@@ -367,6 +353,10 @@ class DeltaTable(RowChanges):
         Relative paths are joined to the table root; absolute ones (``file:/x``, ``s3://b/k``)
         are decoded and given as the store would address them.
         """
+        import pyarrow.compute as pc
+
+        from deltalog.arrow import values as av
+
         root = self._storage.root.rstrip("/")
         paths = self._snapshot.paths()
         plain = pc.invert(
@@ -395,6 +385,9 @@ class DeltaTable(RowChanges):
         Args:
             limit: At most this many entries.
         """
+        from deltalog.log import in_commit_timestamps as ict
+        from deltalog.log.history import read_history
+
         if limit is not None:
             check_version_number(limit, "limit")
         listing = list_log(self._storage, use_hint=False)
@@ -434,6 +427,8 @@ class DeltaTable(RowChanges):
             raise InvalidInputError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
         if not isinstance(engine_info, str):
             raise InvalidInputError(f"engine_info must be a str, not {type(engine_info).__name__}")
+        from deltalog.write.transaction import Transaction
+
         return Transaction(
             storage=self._storage,
             snapshot=self._snapshot,
@@ -511,6 +506,10 @@ class DeltaTable(RowChanges):
         Raises:
             SchemaEvolutionError: The files' columns cannot be merged in.
         """
+        from deltalog.write.data_files import data_schemas, expand
+        from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
+        from deltalog.write.table_changes import protocol_for_schema
+
         snap = self._snapshot
         given = as_items(paths, (str,), "paths")
         files = expand(self._storage, given)
@@ -552,6 +551,9 @@ class DeltaTable(RowChanges):
                 files this overwrite replaces.
             DeltaLogError: Otherwise, those :meth:`append_files` raises.
         """
+        from deltalog.stats.predicate_input import as_predicate
+        from deltalog.stats.predicates import matches, partition_table
+
         given = renamed_keyword(
             "DeltaTable.overwrite_files", "predicate", predicate, "where", where
         )
@@ -608,6 +610,8 @@ class DeltaTable(RowChanges):
         """
         if timeout is not None and (not isinstance(timeout, int | float) or timeout != timeout):
             raise InvalidInputError(f"timeout must be a number of seconds, not {timeout!r}")
+        if self._maintenance_thread is None:  # nothing committed through this object
+            return True
         return self._maintenance.wait(timeout)
 
     def cleanup_log(self) -> list[str]:
@@ -619,6 +623,9 @@ class DeltaTable(RowChanges):
         Returns:
             The names of the deleted files.
         """
+        from deltalog.maintenance.retention import cleanup_log
+        from deltalog.protocol.property_keys import TableProperties
+
         return cleanup_log(self._storage, TableProperties(self._snapshot.configuration))
 
     def vacuum(
@@ -660,6 +667,8 @@ class DeltaTable(RowChanges):
             ConcurrentVacuumError: Another vacuum is running on the table.
             StorageError: The store failed.
         """
+        from deltalog.maintenance.vacuum import vacuum as run_vacuum
+
         if now_ms is not None and not is_long(now_ms):
             raise InvalidInputError(f"now_ms must be an int, not {type(now_ms).__name__}")
         if progress is not None and not callable(progress):
@@ -702,6 +711,8 @@ class DeltaTable(RowChanges):
         Raises:
             StorageError: The log store failed.
         """
+        from deltalog.maintenance.checkpointing import write_snapshot_checkpoint
+
         return write_snapshot_checkpoint(self._storage, self._snapshot)
 
     def __repr__(self) -> str:
@@ -709,6 +720,8 @@ class DeltaTable(RowChanges):
 
     def _repr_html_(self) -> str:
         """How the table shows in Jupyter: version, protocol, files, schema."""
+        from deltalog.log.notebook import snapshot_html
+
         return snapshot_html(self.uri, self._snapshot)
 
 
@@ -720,43 +733,3 @@ def _refuse_existing(storage: TableStorage) -> None:
         existing = []
     if classify(existing).latest_version is not None:
         raise TableAlreadyExistsError(f"a Delta table already exists at {storage.uri}")
-
-
-def _iso(ts: int) -> str:
-    """``ts`` (ms since the epoch) for a message."""
-    try:
-        return dt.datetime.fromtimestamp(ts / 1000, dt.UTC).isoformat()
-    except (ValueError, OverflowError, OSError):
-        return f"{ts} ms since the epoch"
-
-
-def _version_at(storage: TableStorage, listing: LogListing, ts: int) -> int:
-    """Latest version committed at or before ``ts``.
-
-    Commit times are in-commit timestamps from the version that enabled them on (found in the
-    latest metadata when the latest commit has one), file modification times made monotonic
-    before it. As in delta-spark, a time before the first available commit or after the latest
-    commit is refused: the table's state at a time it has not reached yet is not known.
-    """
-    if not listing.commits:
-        raise VersionNotFoundError("no commit files to time travel with")
-    times = commit_times(listing)
-    latest = max(times)
-    ict_from = None
-    latest_ict = commit_ict(storage, listing, latest)
-    if latest_ict is not None:
-        ict_from = ict.commit_time_source(replay(storage, listing).metadata)
-        if ict_from is not None:
-            times[latest] = latest_ict
-    found = ict.version_at(ts, times, ict_from, lambda v: commit_ict(storage, listing, v))
-    if found is None:
-        first = min(listing.commits)
-        raise TimestampOutOfRangeError(
-            f"{_iso(ts)} is before the first available commit (version {first})"
-        )
-    if ts > times[latest]:
-        raise TimestampOutOfRangeError(
-            f"{_iso(ts)} is after the latest commit (version {latest}, at "
-            f"{_iso(times[latest])}); use a timestamp at or before it, or open the latest version"
-        )
-    return found

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from deltalog.logstores.thread_pool import shared_pool
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 #: Threads of the pool: enough to overlap reads with parsing on a small machine.
 WORKERS = 4

@@ -7,10 +7,8 @@ import errno
 import mmap
 import os
 import stat
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from .base import FileStatus, LogStore
@@ -24,6 +22,9 @@ from .errors import (
 )
 from .options import StoreOptions
 from .thread_pool import shared_pool
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 #: Threads for listing a tree and deleting many files (filesystem calls release the GIL).
 _IO_THREADS = 4
@@ -92,6 +93,8 @@ class LocalLogStore(LogStore):
         self._write(path, data, overwrite=False, fsync=False)
 
     def _write(self, path: str, data: bytes, *, overwrite: bool, fsync: bool) -> None:
+        import uuid  # a few ms to import: only when a file is written
+
         directory = os.path.dirname(path)
         with _mapped(path):
             tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")

@@ -12,11 +12,13 @@ import functools
 import importlib
 import re
 from collections.abc import Mapping
-from importlib.metadata import EntryPoint, entry_points
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from .base import LogStore
 from .errors import MissingDependencyError, UnknownSchemeError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 ENTRY_POINT_GROUP = "deltalog.logstores"
 #: The package these stores are installed under (``deltalog.logstores``).
@@ -80,6 +82,8 @@ def _load(target: str, scheme: str, extra: str | None) -> _StoreFactory:
 @functools.cache
 def _plugins() -> tuple[EntryPoint, ...]:
     """Installed plugin stores, looked up once per process (scanning metadata takes ms)."""
+    from .plugin_scan import entry_points  # importlib.metadata only if a plugin may exist
+
     return tuple(entry_points(group=ENTRY_POINT_GROUP))
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
@@ -21,6 +24,8 @@ def shared_pool(name: str, workers: int) -> ThreadPoolExecutor:
         name: Which pool; the first call with a name decides its size.
         workers: Number of threads, when the pool is created by this call.
     """
+    from concurrent.futures import ThreadPoolExecutor  # ~5 ms to import: only when used
+
     with _lock:
         pool = _pools.get(name)
         if pool is None:

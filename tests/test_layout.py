@@ -23,6 +23,7 @@ MAX_LINES = 800
 #: neither imports the other).
 FLOORS: dict[str, int] = {
     "logstores": 0,
+    "lazy": 0,
     "checkpoints": 1,
     "errors": 2,
     "worker_pool": 2,

@@ -15,26 +15,26 @@ import textwrap
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 import deltalog
-import deltalog.cli.files as files
-import deltalog.cli.history as history
 import deltalog.cli.text as text
-from deltalog.check import CheckReport, check_table
 from deltalog.errors import (
     CorruptLogError,
     DeltaLogError,
     InvalidInputError,
     StorageConfigurationError,
 )
-from deltalog.log.history import table_history
 from deltalog.log.storage import TableStorage
 from deltalog.logstores.options import recording_option_reads, redact_uri, safe_option_name
 from deltalog.logstores.registry import is_builtin, scheme_of
 from deltalog.table import DeltaTable
+
+# Every command is a fresh process: each one imports what only it needs when it runs.
+if TYPE_CHECKING:
+    from deltalog.check import CheckReport
 
 EXIT_OK = 0
 EXIT_BUG = 1
@@ -181,11 +181,16 @@ def cmd_describe(args: argparse.Namespace) -> None:
 
 def cmd_files(args: argparse.Namespace) -> None:
     """``deltalog files``: streamed in batches (text mode reads statistics only for --stats)."""
+    import deltalog.cli.files as files
+
     files.run(_open(args), args)
 
 
 def cmd_history(args: argparse.Namespace) -> None:
     """``deltalog history``."""
+    import deltalog.cli.history as history
+    from deltalog.log.history import table_history
+
     entries = table_history(args.table, _options(args.option or []), args.limit)
     if args.json:
         _emit({"table": args.table, "history": entries})
@@ -330,6 +335,8 @@ class _CheckProgress:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """``deltalog check``."""
+    from deltalog.check import check_table
+
     progress = _CheckProgress() if not args.json and sys.stderr.isatty() else None
     try:
         report = check_table(

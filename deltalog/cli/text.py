@@ -9,14 +9,22 @@ handed to a kernel would make pyarrow import pandas, a fifth of a command's time
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from deltalog.arrow import values as av
+from deltalog.lazy import lazy_module
 from deltalog.units import UNITS as UNITS  # the Python forms, beside the Arrow ones below
 from deltalog.units import human_size as human_size
 from deltalog.units import timestamp as timestamp
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from deltalog.arrow import values as av
+else:  # describe and history print Python values: pyarrow only for the Arrow columns below
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
+    av = lazy_module("deltalog.arrow.values")
 
 #: Width of :func:`human_size`'s longest text ("1023.9 KiB").
 SIZE_WIDTH = 10

@@ -15,18 +15,16 @@ from deltalog.errors import InvalidExpressionError
 from deltalog.log.refresh import newest_snapshot
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
-from deltalog.stats.predicate_input import PredicateLike
 
-from .delete import delete_rows
-from .handle import OperationSettings
-from .merge import TableMerger
-from .optimize import TableOptimizer
-from .results import DmlResult
-from .update import update_rows
-
+# The operations are imported when called: opening a table needs none of them (nor pyarrow).
 if TYPE_CHECKING:
+    from deltalog.stats.predicate_input import PredicateLike
     from deltalog.write.commit import RetryPolicy
     from deltalog.write.transaction import Transaction
+
+    from .merge import TableMerger
+    from .optimize import TableOptimizer
+    from .results import DmlResult
 
 __all__ = ["RowChanges"]
 
@@ -150,6 +148,9 @@ class RowChanges:
                 if key in merged:
                     raise InvalidExpressionError(f"column {key!r} is set twice")
                 merged[key] = _literal_text(value) if mapping is new_values else value
+        from .handle import OperationSettings
+        from .update import update_rows
+
         settings = OperationSettings.build(
             commit_properties,
             target_file_size=target_file_size,
@@ -200,6 +201,9 @@ class RowChanges:
         Nothing is committed, and every file written is deleted, when any of these is raised
         (but for a store failure after which the commit may have landed).
         """
+        from .delete import delete_rows
+        from .handle import OperationSettings
+
         settings = OperationSettings.build(
             commit_properties,
             target_file_size=target_file_size,
@@ -256,6 +260,9 @@ class RowChanges:
             InvalidOptionError: Bad aliases or ``schema_mode``.
             InvalidInputError: ``source`` is not data deltalog can read.
         """
+        from .handle import OperationSettings
+        from .merge import TableMerger
+
         if merge_schema:
             schema_mode = "merge"
         settings = OperationSettings.build(
@@ -280,6 +287,8 @@ class RowChanges:
         Bin-packing as delta-spark's ``OPTIMIZE`` (see :mod:`deltalog.dml.optimize`), named as
         delta-rs's ``DeltaTable.optimize.compact(partition_filters, target_size)``.
         """
+        from .optimize import TableOptimizer
+
         return TableOptimizer(self)
 
 

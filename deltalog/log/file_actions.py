@@ -1,21 +1,28 @@
-"""File actions as Arrow: conversions, keys, and the last-action-wins merge used by replay."""
+"""File actions as Arrow: conversions, keys, and the last-action-wins merge used by replay.
+
+Importing it loads no pyarrow: :class:`PendingFiles` holds a snapshot's files until they are
+asked for, and opening a table of JSON commits never asks (see :mod:`deltalog.lazy`).
+``FILES_SCHEMA``, ``TOMBSTONES_SCHEMA`` and ``ADD_FIELDS`` are built on first use.
+"""
 
 from __future__ import annotations
 
 import bisect
+import functools
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from deltalog.arrow import columns as arrow_columns
-from deltalog.arrow import values as av
-from deltalog.checkpoints.nulls import empty_table
-from deltalog.checkpoints.schema import ADD, REMOVE
+from deltalog.lazy import lazy_module
 from deltalog.protocol.actions import AddFile, RemoveFile
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 
 def snake(name: str) -> str:
@@ -23,7 +30,6 @@ def snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
-ADD_FIELDS = tuple(f.name for f in ADD)
 TOMBSTONE_FIELDS = (
     "path",
     "deletionTimestamp",
@@ -33,13 +39,49 @@ TOMBSTONE_FIELDS = (
     "size",
     "deletionVector",
 )
-#: Columns of ``Snapshot.files``: the ``add`` action's fields in snake_case.
-FILES_SCHEMA = pa.schema([pa.field(snake(f.name), f.type) for f in ADD])
-#: Columns of ``Snapshot.tombstones``.
-TOMBSTONES_SCHEMA = pa.schema(
-    [pa.field(snake(REMOVE.field(n).name), REMOVE.field(n).type) for n in TOMBSTONE_FIELDS]
-)
-_DV_FIELDS = [f.name for f in FILES_SCHEMA.field("deletion_vector").type]
+
+
+@dataclass(frozen=True)
+class _Schemas:
+    add_fields: tuple[str, ...]
+    files: pa.Schema
+    tombstones: pa.Schema
+    dv_fields: list[str]
+
+
+@functools.cache
+def _schemas() -> _Schemas:
+    """The Arrow schemas of file actions, built (and pyarrow imported) on first use."""
+    from deltalog.checkpoints.schema import ADD, REMOVE
+
+    files = pa.schema([pa.field(snake(f.name), f.type) for f in ADD])
+    return _Schemas(
+        add_fields=tuple(f.name for f in ADD),
+        files=files,
+        tombstones=pa.schema(
+            [pa.field(snake(REMOVE.field(n).name), REMOVE.field(n).type) for n in TOMBSTONE_FIELDS]
+        ),
+        dv_fields=[f.name for f in files.field("deletion_vector").type],
+    )
+
+
+if TYPE_CHECKING:
+    #: The ``add`` action's fields (camelCase), as a checkpoint stores them.
+    ADD_FIELDS: tuple[str, ...]
+    #: Columns of ``Snapshot.files``: the ``add`` action's fields in snake_case.
+    FILES_SCHEMA: pa.Schema
+    #: Columns of ``Snapshot.tombstones``.
+    TOMBSTONES_SCHEMA: pa.Schema
+
+
+def __getattr__(name: str) -> Any:
+    """``ADD_FIELDS``, ``FILES_SCHEMA`` and ``TOMBSTONES_SCHEMA``, built on first use (PEP 562)."""
+    lazy = {"ADD_FIELDS": "add_fields", "FILES_SCHEMA": "files", "TOMBSTONES_SCHEMA": "tombstones"}
+    if name not in lazy:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_schemas(), lazy[name])
+    globals()[name] = value
+    return value
 
 
 def scheme_prefix(root: str) -> str:
@@ -83,6 +125,8 @@ def _any_absolute(paths: pa.Array | pa.ChunkedArray) -> bool:
 
 def _canonicalised(path: pa.Array, prefix: str) -> pa.Array:
     fixed = pc.replace_substring_regex(path, "^file:///", "file:/")
+    from deltalog.arrow import values as av
+
     qualified = pc.binary_join_element_wise(av.string(prefix), fixed, av.string(""))
     is_abs = pc.and_(pc.starts_with(fixed, "/"), pc.invert(pc.starts_with(fixed, "//")))
     return pc.if_else(is_abs, qualified, fixed)
@@ -113,6 +157,8 @@ def arrow_keys(table: pa.Table | pa.RecordBatch, prefix: str) -> pa.Array:
     dv = _one_array(table.column("deletion_vector"))
     if dv.null_count == len(dv):
         return path
+    from deltalog.arrow import values as av
+
     offset = pc.cast(dv.field("offset"), pa.string())
     empty = av.string("")
     dv_id = pc.binary_join_element_wise(
@@ -148,11 +194,14 @@ def _apply_live(live: dict[str, str], actions: Sequence[AddFile | RemoveFile], p
 
 
 def _dv_row(dv: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if dv is None else {name: dv.get(name) for name in _DV_FIELDS}
+    return None if dv is None else {name: dv.get(name) for name in _schemas().dv_fields}
 
 
 def _to_table(actions: Sequence[AddFile] | Sequence[RemoveFile], schema: pa.Schema) -> pa.Table:
     """Arrow table of file actions; ``schema`` column names are the dataclass attributes."""
+    from deltalog.arrow import columns as arrow_columns
+    from deltalog.checkpoints.nulls import empty_table
+
     if not actions:
         return empty_table(schema)
     cols: dict[str, list[Any]] = {}
@@ -169,12 +218,12 @@ def _to_table(actions: Sequence[AddFile] | Sequence[RemoveFile], schema: pa.Sche
 
 def adds_to_table(adds: Sequence[AddFile]) -> pa.Table:
     """Arrow table (``FILES_SCHEMA``) of add actions."""
-    return _to_table(adds, FILES_SCHEMA)
+    return _to_table(adds, _schemas().files)
 
 
 def removes_to_table(removes: Sequence[RemoveFile]) -> pa.Table:
     """Arrow table (``TOMBSTONES_SCHEMA``) of remove actions."""
-    return _to_table(removes, TOMBSTONES_SCHEMA)
+    return _to_table(removes, _schemas().tombstones)
 
 
 def _without(
@@ -194,7 +243,10 @@ def _without(
 _SMALL_CHUNK = 1 << 16
 
 
-_Part = TypeVar("_Part", pa.RecordBatch, pa.Array)
+if TYPE_CHECKING:
+    _Part = TypeVar("_Part", pa.RecordBatch, pa.Array)
+else:
+    _Part = TypeVar("_Part")
 
 
 def _merge_tail(parts: list[_Part], concat: Callable[[list[_Part]], _Part]) -> list[_Part]:
@@ -269,6 +321,9 @@ def _winners(
         if len(set(adds)) == len(adds):
             return None, None
         return sorted(dict(zip(adds, range(len(adds)), strict=True)).values()), None
+    from deltalog.arrow import columns as arrow_columns
+    from deltalog.arrow import values as av
+
     removes = remove_keys.to_pylist()
     is_add = arrow_columns.bools(order)
     # Each action's key and code in log order: add i -> i, remove j -> -1 - j.
@@ -288,6 +343,8 @@ def _kept(
     """``table`` and its keys restricted to ``rows`` (``None``: all, no copy)."""
     if rows is None or len(rows) == table.num_rows:
         return table, keys
+    from deltalog.arrow import columns as arrow_columns
+
     take = arrow_columns.column(rows, pa.int64())
     return table.take(take), keys.take(take)
 
@@ -298,12 +355,12 @@ class FileActionLog:
 
     ``order`` holds one flag per action (``True`` for add, ``False`` for remove) in the order
     the actions appear in the log; ``adds``/``removes`` hold the rows of each kind in that same
-    relative order.
+    relative order. Actions given as objects stay objects (no pyarrow) until :meth:`merge`.
     """
 
     order: list[bool] = field(default_factory=list)
-    adds: list[pa.Table] = field(default_factory=list)
-    removes: list[pa.Table] = field(default_factory=list)
+    adds: list[pa.Table | list[AddFile]] = field(default_factory=list)
+    removes: list[pa.Table | list[RemoveFile]] = field(default_factory=list)
 
     def extend_objects(self, actions: Sequence[AddFile | RemoveFile]) -> None:
         """Append actions given as objects."""
@@ -311,9 +368,17 @@ class FileActionLog:
         removes = [a for a in actions if isinstance(a, RemoveFile)]
         self.order += [isinstance(a, AddFile) for a in actions]
         if adds:
-            self.adds.append(adds_to_table(adds))
+            self.adds.append(adds)
         if removes:
-            self.removes.append(removes_to_table(removes))
+            self.removes.append(removes)
+
+    def objects(self) -> list[AddFile | RemoveFile] | None:
+        """The actions in log order, if they were all given as objects (else ``None``)."""
+        if any(not isinstance(part, list) for part in (*self.adds, *self.removes)):
+            return None
+        adds = iter([a for part in self.adds for a in part])
+        removes = iter([r for part in self.removes for r in part])
+        return [next(adds) if is_add else next(removes) for is_add in self.order]
 
     def extend_tables(self, order: list[bool], adds: pa.Table, removes: pa.Table) -> None:
         """Append actions already parsed into Arrow."""
@@ -327,8 +392,15 @@ class FileActionLog:
         """Apply these actions, last one per key winning, on top of a base state."""
         if not self.order:
             return base_files, base_tombstones
-        adds = pa.concat_tables(self.adds) if self.adds else empty_table(FILES_SCHEMA)
-        removes = pa.concat_tables(self.removes) if self.removes else empty_table(TOMBSTONES_SCHEMA)
+        from deltalog.checkpoints.nulls import empty_table
+
+        schemas = _schemas()
+        add_parts = [adds_to_table(p) if isinstance(p, list) else p for p in self.adds]
+        remove_parts = [removes_to_table(p) if isinstance(p, list) else p for p in self.removes]
+        adds = pa.concat_tables(add_parts) if add_parts else empty_table(schemas.files)
+        removes = (
+            pa.concat_tables(remove_parts) if remove_parts else empty_table(schemas.tombstones)
+        )
         add_keys_arr = chunked_keys(adds, prefix)
         remove_keys_arr = chunked_keys(removes, prefix)
         keep_adds, keep_removes = _winners(self.order, add_keys_arr, remove_keys_arr)
@@ -361,13 +433,15 @@ def _walk_to_merged(
     while True:
         assert node is not None
         with node._lock:
-            result, parent, actions = node._result, node._parent, node._actions
+            result, parent, actions = node._links()
         if result is not None:
             return result, chain
         chain.append(actions)
         node = parent
 
 
+#: Most actions :meth:`PendingFiles.live_adds` walks instead of merging.
+_LIVE_ADDS_MAX = 10_000
 #: More paths than this in one lookup build the live path index instead of scanning.
 _SCAN_MAX_PATHS = 1024
 
@@ -389,9 +463,13 @@ class PendingFiles:
         result: tuple[Keyed, Keyed] | None = None,
         parent: PendingFiles | None = None,
         actions: Sequence[AddFile | RemoveFile] = (),
+        compute: Callable[[], tuple[Keyed, Keyed]] | None = None,
+        objects: Sequence[AddFile | RemoveFile] | None = None,
     ) -> None:
         self._prefix = prefix
         self._result = result
+        self._compute = compute  # a deferred root: builds its result when first asked
+        self._objects = objects  # and, until then, the actions it merges (see live_adds)
         self._parent = parent
         self._actions = tuple(actions)
         self._lock = threading.Lock()  # the merge (get)
@@ -408,6 +486,65 @@ class PendingFiles:
     def merged(cls, files: Keyed, tombstones: Keyed, prefix: str) -> PendingFiles:
         """A state that is already merged."""
         return cls(prefix, result=(files, tombstones))
+
+    @classmethod
+    def deferred(
+        cls,
+        compute: Callable[[], tuple[Keyed, Keyed]],
+        prefix: str,
+        objects: Sequence[AddFile | RemoveFile] | None = None,
+    ) -> PendingFiles:
+        """A state whose files ``compute`` builds, once, when they are first asked for.
+
+        ``objects``, when given, are the file actions (in log order, from an empty table) that
+        ``compute`` merges: :meth:`live_adds` answers from them without building Arrow.
+        """
+        return cls(prefix, compute=compute, objects=objects)
+
+    def live_adds(self) -> list[AddFile] | None:
+        """The live files as objects, if that needs no Arrow merge (else ``None``).
+
+        Only a state that descends from a deferred root with its actions as objects, not
+        merged yet, answers: a table of a few JSON commits whose count and size are asked
+        (``deltalog describe``) without loading pyarrow. The last action on a key wins, as in
+        the merge. Beyond :data:`_LIVE_ADDS_MAX` actions (a writer's many commits since) the
+        merge, done once and kept, is cheaper than walking them at every call.
+        """
+        chain: list[Sequence[AddFile | RemoveFile]] = []
+        node: PendingFiles | None = self
+        walked = 0
+        while node is not None:
+            with node._lock:
+                if node._result is not None:
+                    return None
+                objects, parent = node._objects, node._parent
+                chain.append(node._actions)
+            walked += len(node._actions) + 1
+            if parent is None:
+                if objects is None:
+                    return None
+                chain.append(objects)
+                walked += len(objects)
+            if walked > _LIVE_ADDS_MAX:
+                return None
+            node = parent
+        live: dict[str, AddFile] = {}
+        for actions in reversed(chain):
+            for action in actions:
+                key = file_key(action.path, action.dv_id, self._prefix)
+                if isinstance(action, AddFile):
+                    live[key] = action
+                else:
+                    live.pop(key, None)
+        return list(live.values())
+
+    def _links(
+        self,
+    ) -> tuple[tuple[Keyed, Keyed] | None, PendingFiles | None, tuple[AddFile | RemoveFile, ...]]:
+        """Result, parent and actions, building a deferred root's result (hold ``_lock``)."""
+        if self._compute is not None:
+            self._result, self._compute, self._objects = self._compute(), None, None
+        return self._result, self._parent, self._actions
 
     def then(self, actions: Sequence[AddFile | RemoveFile]) -> PendingFiles:
         """The state after one more commit's file actions."""
@@ -439,11 +576,16 @@ class PendingFiles:
         with self._live_lock:
             live = self._live
         result = self._result
+        if result is None and self._compute is not None:  # an opened table: merge it now
+            with self._lock:
+                result = self._links()[0]
         if live is None and result is not None and not self._scanned:
             self._scanned = True  # once per writer: its later states build the index
             if len(paths) <= _SCAN_MAX_PATHS:
                 files = result[0].table
                 live_paths = canonical_path_chunks(files.column("path"), self._prefix)
+                from deltalog.arrow import values as av
+
                 rows = files.filter(pc.is_in(live_paths, value_set=av.strings(list(paths))))
                 if not rows.num_rows:
                     return {}
@@ -486,7 +628,7 @@ class PendingFiles:
     def _merged_base(self) -> tuple[Keyed, list[tuple[AddFile | RemoveFile, ...]]]:
         """The nearest merged state's files and the commits after it, newest first."""
         with self._lock:
-            result, parent, actions = self._result, self._parent, self._actions
+            result, parent, actions = self._links()
         if result is not None:
             return result[0], []
         base, chain = _walk_to_merged(parent, actions)
@@ -498,6 +640,7 @@ class PendingFiles:
         if result is not None:
             return result
         with self._lock:
+            self._links()
             if self._result is None:
                 base, chain = _walk_to_merged(self._parent, self._actions)
                 log = FileActionLog()

@@ -27,14 +27,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from deltalog.arrow import values as av
 from deltalog.checkpoints.errors import CheckpointError
-from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.errors import DeltaLogError
+from deltalog.lazy import lazy_module
 from deltalog.log.file_actions import canonical_path, canonical_paths, file_key
 from deltalog.log.segment import Checkpoint
 from deltalog.logstores import LogStore, LogStoreError
@@ -50,6 +47,13 @@ from deltalog.protocol.actions import (
     parse_action,
 )
 from deltalog.protocol.config import tombstone_retention_ms
+
+if TYPE_CHECKING:  # committing needs no pyarrow; only a checkpoint's rows do
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 #: Clock difference between writers allowed for when deciding that a tombstone cannot have
 #: expired from a checkpoint (``delta.deletedFileRetentionDuration`` counts from the remover's
@@ -165,6 +169,8 @@ def read_view(
         CheckpointError: The checkpoint cannot be read (a part is gone, or does not parse).
         LogStoreError: The store failed.
     """
+    from deltalog.checkpoints.reader import read_checkpoint
+
     data = read_checkpoint(
         store,
         [f.path for f in checkpoint.files],
@@ -204,6 +210,8 @@ def read_view(
 def _rows(tables: Sequence[pa.Table], paths: set[str], prefix: str) -> list[dict[str, object]]:
     if not paths:
         return []
+    from deltalog.arrow import values as av
+
     wanted = av.strings(sorted(paths))
     out: list[dict[str, object]] = []
     for table in tables:

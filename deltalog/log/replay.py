@@ -8,24 +8,23 @@ the snapshot advances with :func:`advance` instead of replaying.
 
 Files are keyed by the protocol's ``(path, deletion vector id)``, paths compared in delta-spark's
 canonical form (see :func:`deltalog.log.file_actions.canonical_path`).
+
+A small log without a checkpoint (up to :data:`_EXACT_MAX_BYTES` of commits) is parsed by the
+exact parser instead, and its files are merged into Arrow only when first asked for: opening
+such a table and reading its version, protocol or metadata loads no pyarrow.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from deltalog.arrow import values as arrow_values
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.last_checkpoint import count_problems
-from deltalog.checkpoints.nulls import empty_table, null_array
-from deltalog.checkpoints.reader import read_checkpoint
 from deltalog.errors import (
     CorruptCheckpointError,
     MalformedCommitError,
@@ -34,12 +33,9 @@ from deltalog.errors import (
     StorageError,
     VersionNotFoundError,
 )
-from deltalog.log.commit_parser import Text, parse_commits
+from deltalog.lazy import lazy_module
 from deltalog.log.file_actions import (
-    ADD_FIELDS,
-    FILES_SCHEMA,
     TOMBSTONE_FIELDS,
-    TOMBSTONES_SCHEMA,
     FileActionLog,
     Keyed,
     PendingFiles,
@@ -66,8 +62,19 @@ from deltalog.protocol.actions import (
 )
 from deltalog.protocol.features import check_readable
 from deltalog.protocol.paths import parse_log_name
-from deltalog.stats.parsed_stats import fill_json, json_typed_loader, parsed_stats_loader
 from deltalog.worker_pool import worker_pool
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from deltalog.log.commit_parser import ParsedCommits, Text
+    from deltalog.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 __all__ = [
     "FILES_SCHEMA",
@@ -81,8 +88,33 @@ __all__ = [
 ]
 
 
+#: Commit bytes up to which a log without a checkpoint is parsed by the exact parser, with no
+#: pyarrow (importing it costs more than parsing this much exactly).
+_EXACT_MAX_BYTES = 256 << 10
+
+
+def __getattr__(name: str) -> Any:
+    """``FILES_SCHEMA`` and ``TOMBSTONES_SCHEMA`` of :mod:`deltalog.log.file_actions` (PEP 562)."""
+    if name in ("FILES_SCHEMA", "TOMBSTONES_SCHEMA"):
+        from deltalog.log import file_actions
+
+        return getattr(file_actions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def parse_commits(
+    commits: Iterable[tuple[int, Text]], partition_columns: Sequence[str] | None
+) -> ParsedCommits | None:
+    """:func:`deltalog.log.commit_parser.parse_commits` (imported with pyarrow when first used)."""
+    from deltalog.log.commit_parser import parse_commits as parse
+
+    return parse(commits, partition_columns)
+
+
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rename camelCase checkpoint columns to ``schema`` and cast their types."""
+    from deltalog.checkpoints.nulls import null_array
+
     table = table.rename_columns([snake(n) for n in table.column_names])
     arrays = [
         table.column(f.name).cast(f.type)
@@ -139,9 +171,6 @@ def read_commit(storage: TableStorage, name: str, version: int) -> list[Action]:
     return parse_actions(data, version=version, path=path)
 
 
-_ADD_FIELDS_NO_STATS = tuple(f for f in ADD_FIELDS if f != "stats")
-
-
 def _stats_loader(
     storage: TableStorage,
     paths: list[str],
@@ -164,6 +193,9 @@ def _stats_loader(
     The loader raises CorruptCheckpointError when the column cannot be read, or does not have
     one value per add the replay read.
     """
+    from deltalog.checkpoints.reader import read_checkpoint
+    from deltalog.stats.parsed_stats import fill_json
+
     loaded: list[pa.ChunkedArray] = []
     lock = threading.Lock()
     rows = adds.num_rows
@@ -218,6 +250,8 @@ def _rebuilt_stats(storage: TableStorage, adds: pa.Table) -> pa.ChunkedArray:
 
 
 def _with_row_numbers(files: pa.Table) -> pa.Table:
+    from deltalog.arrow import values as arrow_values
+
     n = files.num_rows
     return files.append_column("_cp_row", arrow_values.int_range(0, n))
 
@@ -231,11 +265,17 @@ def _load_checkpoint(
     Callable[[], pa.ChunkedArray | None],
     Callable[[str, tuple[str, ...], bool], pa.ChunkedArray | None],
 ]:
+    from deltalog.checkpoints.nulls import empty_table
+    from deltalog.checkpoints.reader import read_checkpoint
+    from deltalog.log.file_actions import ADD_FIELDS, FILES_SCHEMA, TOMBSTONES_SCHEMA
+    from deltalog.stats.parsed_stats import json_typed_loader, parsed_stats_loader
+
     assert segment.checkpoint is not None
     paths = [f.path for f in segment.checkpoint.files]
+    add_fields = tuple(f for f in ADD_FIELDS if f != "stats")
     with storage_errors(f"cannot read checkpoint {segment.checkpoint.version}"):
         data = read_checkpoint(
-            storage.store, paths, add_fields=_ADD_FIELDS_NO_STATS, remove_fields=TOMBSTONE_FIELDS
+            storage.store, paths, add_fields=add_fields, remove_fields=TOMBSTONE_FIELDS
         )
     version = segment.checkpoint.version
     try:
@@ -346,7 +386,9 @@ def _apply_commits(storage: TableStorage, segment: LogSegment, state: _State) ->
     are read again, one at a time, for the exact parser.
     """
     columns = state.metadata.partition_columns if state.metadata else None
-    fast = parse_commits(_read_commits(storage, segment), columns)
+    fast = (
+        None if _exact_first(segment) else parse_commits(_read_commits(storage, segment), columns)
+    )
     if fast is not None:
         first = parse_log_name(segment.commits[0].name) if segment.commits else None
         if first is not None and first.version == 0:
@@ -368,6 +410,22 @@ def _apply_commits(storage: TableStorage, segment: LogSegment, state: _State) ->
         state.apply(actions)
 
 
+def _exact_first(segment: LogSegment) -> bool:
+    """Whether the exact parser reads the segment's commits, and its files merge when used."""
+    return segment.checkpoint is None and (
+        sum(status.size for status in segment.commits) <= _EXACT_MAX_BYTES
+    )
+
+
+def _merge_from_empty(files: FileActionLog, prefix: str) -> tuple[Keyed, Keyed]:
+    """The live files and tombstones of a log without a checkpoint."""
+    from deltalog.checkpoints.nulls import empty_table
+    from deltalog.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA
+
+    empty = Keyed(empty_table(FILES_SCHEMA)), Keyed(empty_table(TOMBSTONES_SCHEMA))
+    return files.merge(*empty, prefix)
+
+
 def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     """Rebuild the snapshot a segment describes.
 
@@ -381,12 +439,12 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
     """
     state = _State()
     loader = parsed = typed = None
+    base: tuple[pa.Table, pa.Table] | None = None
     if segment.checkpoint is not None:
         base_files, base_tombstones, loader, parsed, typed = _load_checkpoint(
             storage, segment, state
         )
-    else:
-        base_files, base_tombstones = empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA)
+        base = base_files, base_tombstones
     _apply_commits(storage, segment, state)
     if state.protocol is None:
         raise MissingProtocolError(
@@ -400,7 +458,20 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         )
     check_readable(state.protocol)
     prefix = scheme_prefix(storage.root)
-    files, tombstones = state.files.merge(Keyed(base_files), Keyed(base_tombstones), prefix)
+    if base is None and _exact_first(segment):
+        file_state = PendingFiles.deferred(
+            functools.partial(_merge_from_empty, state.files, prefix),
+            prefix,
+            state.files.objects(),
+        )
+    else:
+        if base is None:
+            from deltalog.checkpoints.nulls import empty_table
+            from deltalog.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA
+
+            base = empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA)
+        files, tombstones = state.files.merge(Keyed(base[0]), Keyed(base[1]), prefix)
+        file_state = PendingFiles.merged(files, tombstones, prefix)
     if segment.commits:
         last_mtime, info = segment.commits[-1].modification_time, state.last_commit_info
     elif segment.version_commit is not None:  # the commit's time, not the checkpoint's
@@ -412,7 +483,7 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
         version=segment.version,
         protocol=state.protocol,
         metadata=state.metadata,
-        file_state=PendingFiles.merged(files, tombstones, prefix),
+        file_state=file_state,
         txns=dict(state.txns),
         domains=dict(state.domains),
         timestamp=commit_timestamp(info, state.metadata, last_mtime),

@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from deltalog.errors import InvalidSchemaError, UnsupportedFeatureError
+from deltalog.lazy import lazy_module
 from deltalog.log.file_actions import PendingFiles
 from deltalog.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 from deltalog.protocol.features import check_writable
 from deltalog.protocol.schema import StructType
-from deltalog.stats.parsed_stats import aligned, checkpoint_rows_first
+
+if TYPE_CHECKING:  # the files are Arrow, but version, protocol and metadata need no pyarrow
+    import pyarrow as pa
+    import pyarrow.compute as pc
+else:
+    pa = lazy_module("pyarrow")
+    pc = lazy_module("pyarrow.compute")
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,8 @@ class Snapshot:
         statistics (or there is no checkpoint). Rows line up with :attr:`raw_files` and
         :attr:`files`.
         """
+        from deltalog.stats.parsed_stats import aligned
+
         raw = self.raw_files
         if self.parsed_stats_loader is None or "_cp_row" not in raw.column_names:
             return None
@@ -126,6 +133,8 @@ class Snapshot:
         ``build=False`` only if they were parsed already. Null for files added since the
         checkpoint; ``None`` without a checkpoint.
         """
+        from deltalog.stats.parsed_stats import aligned
+
         parsed = self.parsed_stats()
         if parsed is not None or self.json_typed_loader is None:
             return parsed
@@ -184,11 +193,15 @@ class Snapshot:
     @property
     def num_files(self) -> int:
         """Number of live logical files."""
-        return int(self.raw_files.num_rows)
+        adds = self.file_state.live_adds()  # a small table just opened: no Arrow needed
+        return len(adds) if adds is not None else int(self.raw_files.num_rows)
 
     @property
     def size_in_bytes(self) -> int:
         """Total size of live files."""
+        adds = self.file_state.live_adds()
+        if adds is not None:
+            return sum(a.size for a in adds)
         if not self.raw_files.num_rows:
             return 0
         total = pc.sum(self.raw_files.column("size")).as_py()
@@ -203,6 +216,8 @@ def _fill_stats(
     Usually every checkpoint row is still live and in order, followed by rows from commits: then
     the checkpoint column is reused as it is, without a copy.
     """
+    from deltalog.stats.parsed_stats import checkpoint_rows_first
+
     if checkpoint_rows_first(cp_row, len(from_checkpoint)):
         chunks = [*from_checkpoint.chunks, *stats.slice(len(from_checkpoint)).chunks]
         return pa.chunked_array(chunks, type=pa.string())

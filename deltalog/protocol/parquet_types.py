@@ -25,12 +25,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import orjson
-import pyarrow as pa
 
 from deltalog.errors import UnsupportedParquetTypeError
+from deltalog.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.parquet as pq
+else:
+    pa = lazy_module("pyarrow")
 
 __all__ = ["check_data_types", "check_file_types", "check_schema_types"]
 

@@ -12,13 +12,18 @@ import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
 
 from deltalog.errors import InvalidSchemaError
+from deltalog.lazy import lazy_module
 from deltalog.protocol.parquet_types import check_schema_types
+
+if TYPE_CHECKING:  # parsing a schema string needs no pyarrow, converting to Arrow does
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 PRIMITIVES = (
     "string",
@@ -233,21 +238,24 @@ def _check_unique(names: list[str]) -> None:
         seen.add(n.lower())
 
 
-_TO_ARROW: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "long": pa.int64(),
-    "integer": pa.int32(),
-    "short": pa.int16(),
-    "byte": pa.int8(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-    "binary": pa.binary(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
-    "void": pa.null(),
-}
+@functools.cache
+def _to_arrow() -> dict[str, pa.DataType]:
+    """Delta primitive type name -> pyarrow type."""
+    return {
+        "string": pa.string(),
+        "long": pa.int64(),
+        "integer": pa.int32(),
+        "short": pa.int16(),
+        "byte": pa.int8(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "boolean": pa.bool_(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+        "timestamp_ntz": pa.timestamp("us"),
+        "void": pa.null(),
+    }
 
 
 def type_to_arrow(dt: DataType) -> pa.DataType:
@@ -258,7 +266,7 @@ def type_to_arrow(dt: DataType) -> pa.DataType:
     """
     if isinstance(dt, PrimitiveType):
         try:
-            return _TO_ARROW[dt.name]
+            return _to_arrow()[dt.name]
         except KeyError:
             raise InvalidSchemaError(f"type {dt.name!r} has no Arrow equivalent") from None
     if isinstance(dt, DecimalType):

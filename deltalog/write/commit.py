@@ -6,8 +6,6 @@ do when it reports that another writer got the version first.
 
 from __future__ import annotations
 
-import random
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +30,6 @@ from deltalog.logstores import (
 from deltalog.protocol.actions import Action, AddFile, CommitInfo, Txn
 from deltalog.protocol.config import log_retention_ms
 from deltalog.protocol.paths import commit_name, parse_log_name
-from deltalog.write.commit_outcome import confirm_in_history, resolve_failed_write
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
 
@@ -63,6 +60,8 @@ def make_commit_info(
     if user_metadata is not None:
         body["userMetadata"] = user_metadata
     body["engineInfo"] = engine_info
+    import uuid  # a few ms to import: only when a commit is made
+
     body["txnId"] = str(uuid.uuid4())
     return CommitInfo(extra=body)
 
@@ -97,6 +96,8 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to sleep after failed attempt number ``attempt`` (1-based)."""
+        import random
+
         return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** min(attempt - 1, 60)))
 
 
@@ -151,6 +152,8 @@ def try_write(
         StorageError: The store failed otherwise, or refused the write before sending it
             (``logstores.WriteNotSentError``); nothing was written.
     """
+    from deltalog.write.commit_outcome import confirm_in_history, resolve_failed_write
+
     since = now_ms()
     if version > 0 and check_previous and not _version_is_free(storage, version):
         return False

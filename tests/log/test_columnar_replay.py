@@ -36,6 +36,8 @@ def _snapshot(root: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch) -> ob
     with monkeypatch.context() as m:
         if not columnar:
             m.setattr(replay_module, "parse_commits", lambda commits, columns: None)
+        else:  # also on logs small enough for the exact parser (see replay._EXACT_MAX_BYTES)
+            m.setattr(replay_module, "_EXACT_MAX_BYTES", -1)
         storage = TableStorage.open(str(root))
         try:
             snap = replay(storage, list_log(storage, use_hint=False))
