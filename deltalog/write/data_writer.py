@@ -31,7 +31,7 @@ import io
 import os
 import threading
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
@@ -106,6 +106,8 @@ class DataWriter:
         self._checked = has_constraints(schema)
         self._checks = check_constraints(configuration, schema)
         self._pool = ThreadPoolExecutor(self._options.threads, thread_name_prefix="deltalog-write")
+        # splits a large batch's pieces while the caller places earlier ones and the pool encodes
+        self._splitter = ThreadPoolExecutor(1, thread_name_prefix="deltalog-split")
         self._open: OrderedDict[PartitionKey, _File] = OrderedDict()
         self._finished: list[Future[AddFile]] = []
         self._created: list[str] = []
@@ -146,22 +148,50 @@ class DataWriter:
         """
         self._check_open()
         batches = batch.to_batches() if isinstance(batch, pa.Table) else [batch]
-        for one in (piece for b in batches for piece in _pieces(b)):
-            if one.num_rows == 0:
-                continue
-            if self._checked:
-                one = enforce(one, self._schema)
-            if self._checks:
-                enforce_checks(one, self._checks)
-            one = utc_timestamps(one)
-            for key, rows in split_by_partition(
-                one, self._partition_columns, self._partition_schema, self._values
-            ):
-                data = rows.select(self._data_names)
-                if self._mapped:
-                    data = to_physical_batch(data, self._schema, field_ids=self._field_ids)
-                self._append(key, data)
-            self._bound_memory()
+        pieces = [piece for b in batches for piece in _pieces(b) if piece.num_rows]
+        if len(pieces) == 1:
+            self._place(self._split(pieces[0]))
+            return
+        # Several pieces: the splitter splits ahead (at most SPLIT_AHEAD pieces) while this
+        # thread places the rows of earlier pieces, in order; every piece is placed (or its
+        # error raised) before this call returns.
+        waiting: deque[Future[list[tuple[PartitionKey, pa.RecordBatch]]]] = deque()
+        try:
+            for piece in pieces:
+                waiting.append(self._splitter.submit(self._split, piece))
+                if len(waiting) > SPLIT_AHEAD:
+                    self._place(waiting.popleft().result())
+            while waiting:
+                self._place(waiting.popleft().result())
+        finally:
+            for left in waiting:
+                left.cancel()
+
+    def _split(self, piece: pa.RecordBatch) -> list[tuple[PartitionKey, pa.RecordBatch]]:
+        """A piece's rows checked and grouped by partition: the data columns of each group.
+
+        Runs on the caller or the splitter thread; it touches no state but the cache of
+        serialised partition values.
+        """
+        if self._checked:
+            piece = enforce(piece, self._schema)
+        if self._checks:
+            enforce_checks(piece, self._checks)
+        piece = utc_timestamps(piece)
+        out = []
+        for key, data in split_by_partition(
+            piece, self._partition_columns, self._partition_schema, self._values, self._data_names
+        ):
+            if self._mapped:
+                data = to_physical_batch(data, self._schema, field_ids=self._field_ids)
+            out.append((key, data))
+        return out
+
+    def _place(self, groups: list[tuple[PartitionKey, pa.RecordBatch]]) -> None:
+        """Append a piece's groups to their files, then keep memory under the budget."""
+        for key, data in groups:
+            self._append(key, data)
+        self._bound_memory()
 
     def _append(self, key: PartitionKey, data: pa.RecordBatch) -> None:
         start = 0
@@ -305,6 +335,7 @@ class DataWriter:
             raise
         self._state = "closed"
         self._pool.shutdown(wait=True)
+        self._splitter.shutdown(wait=True)
         return self.adds
 
     def abort(self) -> None:
@@ -316,6 +347,7 @@ class DataWriter:
         if self._state != "open":
             return
         self._state = "aborted"
+        self._splitter.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
         for current in self._files:
             current.discard()
@@ -333,6 +365,8 @@ class DataWriter:
 MIN_ROW_GROUP_BYTES = 4 << 20
 #: Rows split at a time: a partition split's random access stays within the CPU caches.
 SPLIT_ROWS = 1 << 16
+#: Pieces of a batch the splitter thread may have split (or be splitting) beyond the one placed.
+SPLIT_AHEAD = 4
 
 
 def _pieces(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
