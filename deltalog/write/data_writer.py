@@ -8,11 +8,14 @@ table's logical column names and types (see :mod:`deltalog.write.input_data`); t
    CHAR/VARCHAR) and CHECK constraints (:mod:`deltalog.write.check_constraints`), and raises
    :class:`~deltalog.errors.ConstraintViolationError` on a bad row;
 2. groups the rows by partition value (:mod:`deltalog.write.partition_split`) and keeps one
-   open file per partition, under Hive-style directories named with the protocol's escaping;
+   open file per partition, under Hive-style directories named with the protocol's escaping
+   (a batch is split in pieces of :data:`SPLIT_ROWS` rows; a large batch's pieces are checked
+   and split on a splitter thread while the caller places the rows of earlier ones, in order);
 3. renames columns to their physical names (and stamps field ids) on a column-mapped table;
 4. buffers each file's rows and encodes them as row groups on a small thread pool (each file's
-   row groups in order, different files in parallel), gathering the file's statistics from
-   the same rows (:mod:`deltalog.write.batch_stats`), so no footer is read back.
+   row groups in order, different files in parallel; a file's last row group and its footer
+   are one job), gathering the file's statistics from the same rows
+   (:mod:`deltalog.write.batch_stats`), so no footer is read back.
 
 Memory stays bounded however large the input: rows buffered for all files together are capped
 (:attr:`ParquetOptions.buffer_bytes`; past it the largest buffer becomes a row group), so are
@@ -114,7 +117,7 @@ class DataWriter:
         self._files: list[_File] = []
         self._lock = threading.Lock()
         self._in_flight = 0  # bytes of row groups submitted, not yet encoded
-        self._flights: list[Future[None]] = []
+        self._flights: list[Future[Any]] = []
         self._counter = 0
         self._values: dict[Any, str | None] = {}  # serialised partition values
         self._stats = StatsCollector(schema, partition_columns, configuration)
@@ -263,36 +266,46 @@ class DataWriter:
     # ------------------------------------------------------------------ row groups
     def _flush(self, current: _File) -> None:
         """Encode ``current``'s buffered rows as a row group, on the pool."""
-        table = current.take_pending()
-        if table is None:
-            return
-        size = table.nbytes
-        with self._lock:
-            self._in_flight += size
-        options = self._options
-
-        def run() -> None:
-            try:
-                current.encode(table, options)
-            finally:
-                with self._lock:
-                    self._in_flight -= size
-
-        flight = current.chain(self._pool, run)
-        self._flights.append(flight)
+        if current.pending:
+            self._submit(current, None)
 
     def _finish(self, key: PartitionKey) -> None:
         """Close the file of ``key``: its last row group, footer, upload and action."""
         current = self._open.pop(key)
-        self._flush(current)
         metadata = dict(self._options.file_metadata)
         data_change = self._data_change
         store = self._store
 
-        def run() -> AddFile:
+        def last() -> AddFile:
             return current.finish(store, metadata, data_change)
 
-        self._finished.append(current.chain(self._pool, run))
+        self._finished.append(self._submit(current, last))
+
+    def _submit(self, current: _File, last: Callable[[], AddFile] | None) -> Future[Any]:
+        """One pool job for ``current``: its buffered rows as a row group, then ``last``.
+
+        The footer is written in the job of the last row group: a job queued behind its own
+        file's job would hold a pool thread idle while that one runs.
+        """
+        table = current.take_pending()
+        size = 0 if table is None else table.nbytes
+        with self._lock:
+            self._in_flight += size
+        options = self._options
+
+        def run() -> AddFile | None:
+            try:
+                if table is not None:
+                    current.encode(table, options)
+            finally:
+                with self._lock:
+                    self._in_flight -= size
+            return None if last is None else last()
+
+        flight = current.chain(self._pool, run)
+        if table is not None:
+            self._flights.append(flight)
+        return flight
 
     def _bound_memory(self) -> None:
         """Keep buffered rows, waiting row groups and in-memory files under the budget."""

@@ -1,4 +1,4 @@
-"""A large batch is split by partition on the splitter thread while the caller places rows."""
+"""The data writer's threads: big batches split ahead; a last row group and its footer, one job."""
 
 from __future__ import annotations
 
@@ -151,3 +151,22 @@ def test_a_bad_piece_ahead_raises_from_its_write_and_abort_deletes_everything(
         writer.write(batch)  # piece 6 of 10 is bad
     writer.abort()
     assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_at_close_the_files_last_row_groups_are_encoded_in_parallel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two files finished at close keep both pool threads busy (no footer job waits idle)."""
+    both = threading.Barrier(2, timeout=10)  # a deadlock guard: it breaks when run serially
+    real_encode = data_writer._File.encode
+
+    def encode(self: Any, table: pa.Table, options: ParquetOptions) -> None:
+        both.wait()  # each file's one row group: both must be encoding at once
+        real_encode(self, table, options)
+
+    monkeypatch.setattr(data_writer._File, "encode", encode)
+    store, location = open_store(str(tmp_path))
+    schema = StructType.from_arrow(pa.schema([("id", pa.int64()), ("p", pa.string())]))
+    with DataWriter(store, location, schema, ["p"], {}, options=ParquetOptions(threads=2)) as w:
+        w.write(pa.table({"id": [1, 2, 3, 4], "p": ["a", "b", "a", "b"]}))
+    assert sorted(orjson.loads(a.stats)["numRecords"] for a in w.adds) == [2, 2]
