@@ -8,11 +8,14 @@ table's logical column names and types (see :mod:`deltalog.write.input_data`); t
    CHAR/VARCHAR) and CHECK constraints (:mod:`deltalog.write.check_constraints`), and raises
    :class:`~deltalog.errors.ConstraintViolationError` on a bad row;
 2. groups the rows by partition value (:mod:`deltalog.write.partition_split`) and keeps one
-   open file per partition, under Hive-style directories named with the protocol's escaping;
+   open file per partition, under Hive-style directories named with the protocol's escaping
+   (a batch is split in pieces of :data:`SPLIT_ROWS` rows; a large batch's pieces are checked
+   and split on a splitter thread while the caller places the rows of earlier ones, in order);
 3. renames columns to their physical names (and stamps field ids) on a column-mapped table;
 4. buffers each file's rows and encodes them as row groups on a small thread pool (each file's
-   row groups in order, different files in parallel), gathering the file's statistics from
-   the same rows (:mod:`deltalog.write.batch_stats`), so no footer is read back.
+   row groups in order, different files in parallel; a file's last row group and its footer
+   are one job), gathering the file's statistics from the same rows
+   (:mod:`deltalog.write.batch_stats`), so no footer is read back.
 
 Memory stays bounded however large the input: rows buffered for all files together are capped
 (:attr:`ParquetOptions.buffer_bytes`; past it the largest buffer becomes a row group), so are
@@ -32,7 +35,7 @@ import io
 import os
 import threading
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
@@ -108,13 +111,15 @@ class DataWriter:
         self._checked = has_constraints(schema)
         self._checks = check_constraints(configuration, schema)
         self._pool = ThreadPoolExecutor(self._options.threads, thread_name_prefix="deltalog-write")
+        # splits a large batch's pieces while the caller places earlier ones and the pool encodes
+        self._splitter = ThreadPoolExecutor(1, thread_name_prefix="deltalog-split")
         self._open: OrderedDict[PartitionKey, _File] = OrderedDict()
         self._finished: list[Future[AddFile]] = []
         self._created: list[str] = []
         self._files: list[_File] = []
         self._lock = threading.Lock()
         self._in_flight = 0  # bytes of row groups submitted, not yet encoded
-        self._flights: list[Future[None]] = []
+        self._flights: list[Future[Any]] = []
         self._counter = 0
         self._values: dict[Any, str | None] = {}  # serialised partition values
         self._stats = StatsCollector(schema, partition_columns, configuration)
@@ -148,22 +153,50 @@ class DataWriter:
         """
         self._check_open()
         batches = batch.to_batches() if isinstance(batch, pa.Table) else [batch]
-        for one in (piece for b in batches for piece in _pieces(b)):
-            if one.num_rows == 0:
-                continue
-            if self._checked:
-                one = enforce(one, self._schema)
-            if self._checks:
-                enforce_checks(one, self._checks)
-            one = utc_timestamps(one)
-            for key, rows in split_by_partition(
-                one, self._partition_columns, self._partition_schema, self._values
-            ):
-                data = rows.select(self._data_names)
-                if self._mapped:
-                    data = to_physical_batch(data, self._schema, field_ids=self._field_ids)
-                self._append(key, data)
-            self._bound_memory()
+        pieces = [piece for b in batches for piece in _pieces(b) if piece.num_rows]
+        if len(pieces) == 1:
+            self._place(self._split(pieces[0]))
+            return
+        # Several pieces: the splitter splits ahead (at most SPLIT_AHEAD pieces) while this
+        # thread places the rows of earlier pieces, in order; every piece is placed (or its
+        # error raised) before this call returns.
+        waiting: deque[Future[list[tuple[PartitionKey, pa.RecordBatch]]]] = deque()
+        try:
+            for piece in pieces:
+                waiting.append(self._splitter.submit(self._split, piece))
+                if len(waiting) > SPLIT_AHEAD:
+                    self._place(waiting.popleft().result())
+            while waiting:
+                self._place(waiting.popleft().result())
+        finally:
+            for left in waiting:
+                left.cancel()
+
+    def _split(self, piece: pa.RecordBatch) -> list[tuple[PartitionKey, pa.RecordBatch]]:
+        """A piece's rows checked and grouped by partition: the data columns of each group.
+
+        Runs on the caller or the splitter thread; it touches no state but the cache of
+        serialised partition values.
+        """
+        if self._checked:
+            piece = enforce(piece, self._schema)
+        if self._checks:
+            enforce_checks(piece, self._checks)
+        piece = utc_timestamps(piece)
+        out = []
+        for key, data in split_by_partition(
+            piece, self._partition_columns, self._partition_schema, self._values, self._data_names
+        ):
+            if self._mapped:
+                data = to_physical_batch(data, self._schema, field_ids=self._field_ids)
+            out.append((key, data))
+        return out
+
+    def _place(self, groups: list[tuple[PartitionKey, pa.RecordBatch]]) -> None:
+        """Append a piece's groups to their files, then keep memory under the budget."""
+        for key, data in groups:
+            self._append(key, data)
+        self._bound_memory()
 
     def _append(self, key: PartitionKey, data: pa.RecordBatch) -> None:
         start = 0
@@ -235,36 +268,46 @@ class DataWriter:
     # ------------------------------------------------------------------ row groups
     def _flush(self, current: _File) -> None:
         """Encode ``current``'s buffered rows as a row group, on the pool."""
-        table = current.take_pending()
-        if table is None:
-            return
-        size = table.nbytes
-        with self._lock:
-            self._in_flight += size
-        options = self._options
-
-        def run() -> None:
-            try:
-                current.encode(table, options)
-            finally:
-                with self._lock:
-                    self._in_flight -= size
-
-        flight = current.chain(self._pool, run)
-        self._flights.append(flight)
+        if current.pending:
+            self._submit(current, None)
 
     def _finish(self, key: PartitionKey) -> None:
         """Close the file of ``key``: its last row group, footer, upload and action."""
         current = self._open.pop(key)
-        self._flush(current)
         metadata = dict(self._options.file_metadata)
         data_change = self._data_change
         store = self._store
 
-        def run() -> AddFile:
+        def last() -> AddFile:
             return current.finish(store, metadata, data_change)
 
-        self._finished.append(current.chain(self._pool, run))
+        self._finished.append(self._submit(current, last))
+
+    def _submit(self, current: _File, last: Callable[[], AddFile] | None) -> Future[Any]:
+        """One pool job for ``current``: its buffered rows as a row group, then ``last``.
+
+        The footer is written in the job of the last row group: a job queued behind its own
+        file's job would hold a pool thread idle while that one runs.
+        """
+        table = current.take_pending()
+        size = 0 if table is None else table.nbytes
+        with self._lock:
+            self._in_flight += size
+        options = self._options
+
+        def run() -> AddFile | None:
+            try:
+                if table is not None:
+                    current.encode(table, options)
+            finally:
+                with self._lock:
+                    self._in_flight -= size
+            return None if last is None else last()
+
+        flight = current.chain(self._pool, run)
+        if table is not None:
+            self._flights.append(flight)
+        return flight
 
     def _bound_memory(self) -> None:
         """Keep buffered rows, waiting row groups and in-memory files under the budget."""
@@ -307,6 +350,7 @@ class DataWriter:
             raise
         self._state = "closed"
         self._pool.shutdown(wait=True)
+        self._splitter.shutdown(wait=True)
         return self.adds
 
     def abort(self) -> None:
@@ -318,6 +362,7 @@ class DataWriter:
         if self._state != "open":
             return
         self._state = "aborted"
+        self._splitter.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
         for current in self._files:
             current.discard()
@@ -335,6 +380,8 @@ class DataWriter:
 MIN_ROW_GROUP_BYTES = 4 << 20
 #: Rows split at a time: a partition split's random access stays within the CPU caches.
 SPLIT_ROWS = 1 << 16
+#: Pieces of a batch the splitter thread may have split (or be splitting) beyond the one placed.
+SPLIT_AHEAD = 4
 
 
 def _pieces(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:

@@ -29,6 +29,7 @@ def split_by_partition(
     columns: list[str],
     schema: StructType,
     cache: dict[Any, str | None] | None = None,
+    keep: list[str] | None = None,
 ) -> Iterator[tuple[PartitionKey, pa.RecordBatch]]:
     """The batch's rows grouped by partition value: ``(serialised values, rows)`` per partition.
 
@@ -37,12 +38,14 @@ def split_by_partition(
         columns: The partition columns, in order.
         schema: Types of the partition columns (``schema.field(name)``).
         cache: Serialised values by ``(column, value)``, kept across calls.
+        keep: The columns of the rows yielded (default: all): only these are copied.
 
     Raises:
         PartitionValueError: A value cannot be serialised (non-UTF-8 binary).
     """
+    source = batch if keep is None else batch.select(keep)  # zero-copy
     if not columns:
-        yield (), batch
+        yield (), source
         return
     codes = []
     dictionaries = []
@@ -60,7 +63,7 @@ def split_by_partition(
     counts = np.bincount(inverse, minlength=len(groups))
     if np.count_nonzero(counts) == 1:  # one partition: no copy
         g = int(np.flatnonzero(counts)[0])
-        yield _key(groups[g], dictionaries, columns, schema, cache), batch
+        yield _key(groups[g], dictionaries, columns, schema, cache), source
         return
     # a stable radix sort when the group numbers fit 16 bits
     small = inverse.astype(np.int16) if len(groups) < 2**15 else inverse
@@ -70,7 +73,7 @@ def split_by_partition(
         start, stop = int(offsets[g]), int(offsets[g + 1])
         if start == stop:
             continue
-        rows = batch.take(pa.array(order[start:stop]))
+        rows = source.take(pa.array(order[start:stop]))
         yield _key(group, dictionaries, columns, schema, cache), rows
 
 
