@@ -8,7 +8,8 @@ reading ``_last_checkpoint``, a checkpoint or any commit the snapshot already ho
 A full replay (:func:`~deltalog.log.replay.replay` from the newest checkpoint) is used instead
 when the listing shows anything else: a version missing among the new commits (log cleanup
 deleted commits behind a newer checkpoint, or the listing raced a writer), a new checkpoint
-past the last commit listed, more than :data:`MAX_NEW_COMMITS` new commits, or a new commit that
+(the snapshot then starts from it, as every reader's does, and says so in
+``checkpoint_version``), more than :data:`MAX_NEW_COMMITS` new commits, or a new commit that
 changes the protocol or the metadata (whose checks a replay makes).
 """
 
@@ -44,7 +45,7 @@ def newest_snapshot(storage: TableStorage, snapshot: Snapshot) -> Snapshot:
     if (
         versions != list(range(after, after + len(versions)))
         or len(versions) > MAX_NEW_COMMITS
-        or max(checkpoints, default=-1) > max(versions, default=-1)
+        or checkpoints
     ):
         return replay(storage, list_log(storage))
     commits: list[tuple[int, list[Action], int]] = []

@@ -1,0 +1,39 @@
+"""``DeltaTable.update()`` moves to the newest version: the new commits, or a new checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from deltalog import DeltaTable
+
+
+def _append(table: DeltaTable, root: Path, i: int) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [i]}), root / f"f{i}.parquet")
+    table.append_files([f"f{i}.parquet"])
+
+
+def test_update_starts_from_a_checkpoint_another_writer_made(tmp_path: Path) -> None:
+    DeltaTable.create(str(tmp_path), pa.schema([("id", pa.int64())]))
+    reader = DeltaTable(str(tmp_path))
+    writer = DeltaTable(str(tmp_path), background_checkpoints=False)
+    for i in range(1, 4):
+        _append(writer, tmp_path, i)
+    writer.checkpoint()  # at version 3, the newest commit
+    assert reader.update() == 3
+    assert reader.snapshot.checkpoint_version == 3
+    assert sorted(reader.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_update_applies_new_commits_without_a_checkpoint(tmp_path: Path) -> None:
+    DeltaTable.create(str(tmp_path), pa.schema([("id", pa.int64())]))
+    reader = DeltaTable(str(tmp_path))
+    writer = DeltaTable(str(tmp_path), background_checkpoints=False)
+    for i in range(1, 3):
+        _append(writer, tmp_path, i)
+    assert reader.update() == 2
+    assert reader.snapshot.checkpoint_version is None
+    assert sorted(reader.to_pyarrow_table().column("id").to_pylist()) == [1, 2]
