@@ -51,8 +51,10 @@ def _arrow(frame: Any) -> pa.Table:
     if hasattr(frame, "toArrow"):  # PySpark 4
         out: pa.Table = frame.toArrow()
         return out
-    batches = frame._collect_as_arrow()  # PySpark 3.5
-    return pa.Table.from_batches(batches) if batches else pa.table({})
+    from pyspark.sql.pandas.types import to_arrow_schema  # PySpark 3.5
+
+    batches = frame._collect_as_arrow()
+    return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(frame.schema))
 
 
 def _rows(frame: Any) -> list[str]:
