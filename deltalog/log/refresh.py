@@ -39,7 +39,10 @@ def newest_snapshot(storage: TableStorage, snapshot: Snapshot) -> Snapshot:
     # missing directory with a second request, and ``v.json`` keeps this one non-empty.
     listing = classify(storage.list_log(commit_name(snapshot.version)[:20]))
     versions = sorted(v for v in listing.commits if v >= after)
-    checkpoints = [v for v in listing.checkpoints if v >= after]
+    # Any checkpoint newer than the one the snapshot started from, its own version's included
+    # (a checkpoint this table object wrote after its commit, or another writer's).
+    held = snapshot.checkpoint_version if snapshot.checkpoint_version is not None else -1
+    checkpoints = [v for v in listing.checkpoints if v > held]
     if not versions and not checkpoints:
         return snapshot
     if (

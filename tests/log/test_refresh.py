@@ -37,3 +37,19 @@ def test_update_applies_new_commits_without_a_checkpoint(tmp_path: Path) -> None
     assert reader.update() == 2
     assert reader.snapshot.checkpoint_version is None
     assert sorted(reader.to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+
+
+def test_update_starts_from_the_checkpoint_this_object_wrote(tmp_path: Path) -> None:
+    DeltaTable.create(
+        str(tmp_path),
+        pa.schema([("id", pa.int64())]),
+        configuration={"delta.checkpointInterval": "2"},
+    )
+    writer = DeltaTable(str(tmp_path), background_checkpoints=False)
+    other = DeltaTable(str(tmp_path), background_checkpoints=False)
+    _append(writer, tmp_path, 1)
+    _append(writer, tmp_path, 2)  # version 2: checkpointed inline by this object
+    _append(other, tmp_path, 3)  # version 3 by another writer
+    assert writer.update() == 3
+    assert writer.snapshot.checkpoint_version == 2
+    assert sorted(writer.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
