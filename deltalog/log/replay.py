@@ -465,12 +465,11 @@ def replay_segment(storage: TableStorage, segment: LogSegment) -> Snapshot:
             state.files.objects(),
         )
     else:
-        if base is None:
-            from deltalog.checkpoints.nulls import empty_table
-            from deltalog.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA
-
-            base = empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA)
-        files, tombstones = state.files.merge(Keyed(base[0]), Keyed(base[1]), prefix)
+        files, tombstones = (
+            _merge_from_empty(state.files, prefix)
+            if base is None
+            else state.files.merge(Keyed(base[0]), Keyed(base[1]), prefix)
+        )
         file_state = PendingFiles.merged(files, tombstones, prefix)
     if segment.commits:
         last_mtime, info = segment.commits[-1].modification_time, state.last_commit_info
