@@ -6,17 +6,17 @@ read and applied to the snapshot in memory (:func:`~deltalog.log.replay.advance`
 reading ``_last_checkpoint``, a checkpoint or any commit the snapshot already holds.
 
 A full replay (:func:`~deltalog.log.replay.replay` from the newest checkpoint) is used instead
-when the listing shows anything else: a version missing among the new commits (log cleanup
-deleted commits behind a newer checkpoint, or the listing raced a writer), a new checkpoint
-(the snapshot then starts from it, as every reader's does, and says so in
-``checkpoint_version``), more than :data:`MAX_NEW_COMMITS` new commits, or a new commit that
-changes the protocol or the metadata (whose checks a replay makes).
+when the listing shows anything else: a new checkpoint (the snapshot then starts from it, as
+every reader's does, and says so in ``checkpoint_version``; the listing already made serves that
+replay), a version missing among the new commits (log cleanup deleted commits behind a newer
+checkpoint, or the listing raced a writer), more than :data:`MAX_NEW_COMMITS` new commits, or
+a new commit that changes the protocol or the metadata (whose checks a replay makes).
 """
 
 from __future__ import annotations
 
 from deltalog.log.replay import advance, read_commit, replay
-from deltalog.log.segment import classify, list_log
+from deltalog.log.segment import LogListing, classify, list_log
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage
 from deltalog.protocol.actions import Action, Metadata, Protocol
@@ -45,11 +45,12 @@ def newest_snapshot(storage: TableStorage, snapshot: Snapshot) -> Snapshot:
     checkpoints = [v for v in listing.checkpoints if v > held]
     if not versions and not checkpoints:
         return snapshot
-    if (
-        versions != list(range(after, after + len(versions)))
-        or len(versions) > MAX_NEW_COMMITS
-        or checkpoints
-    ):
+    contiguous = versions == list(range(after, after + len(versions)))
+    if checkpoints and contiguous:
+        # The listing holds the new checkpoint and every commit after it: a replay needs no
+        # second listing (nor ``_last_checkpoint``), as when it starts from the hint.
+        return replay(storage, LogListing(listing.commits, listing.checkpoints, complete=False))
+    if not contiguous or len(versions) > MAX_NEW_COMMITS:
         return replay(storage, list_log(storage))
     commits: list[tuple[int, list[Action], int]] = []
     for version in versions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -53,3 +54,30 @@ def test_update_starts_from_the_checkpoint_this_object_wrote(tmp_path: Path) -> 
     assert writer.update() == 3
     assert writer.snapshot.checkpoint_version == 2
     assert sorted(writer.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_update_to_a_new_checkpoint_lists_the_log_once(tmp_path: Path, monkeypatch: Any) -> None:
+    from deltalog.log.storage import TableStorage
+
+    DeltaTable.create(str(tmp_path), pa.schema([("id", pa.int64())]))
+    reader = DeltaTable(str(tmp_path))
+    writer = DeltaTable(str(tmp_path), background_checkpoints=False)
+    for i in range(1, 4):
+        _append(writer, tmp_path, i)
+    writer.checkpoint()
+    calls: list[str] = []
+    list_log, read_hint = TableStorage.list_log, TableStorage.read_last_checkpoint
+
+    def counted_list(self: TableStorage, start: str = "") -> Any:
+        calls.append("list")
+        return list_log(self, start)
+
+    def counted_hint(self: TableStorage) -> Any:
+        calls.append("_last_checkpoint")
+        return read_hint(self)
+
+    monkeypatch.setattr(TableStorage, "list_log", counted_list)
+    monkeypatch.setattr(TableStorage, "read_last_checkpoint", counted_hint)
+    assert reader.update() == 3
+    assert reader.snapshot.checkpoint_version == 3
+    assert calls == ["list"]
