@@ -394,7 +394,8 @@ def _read_file(
     target: pa.Schema,
     row: dict[str, Any],
 ) -> pa.Table:
-    return _read_positions(storage, schema, partition_columns, target, row, positions=False).rows
+    read_dv = functools.partial(_read_dv, storage)
+    return _read_matching(storage, schema, partition_columns, target, row, None, read_dv, True)
 
 
 def _read_positions(
@@ -403,8 +404,6 @@ def _read_positions(
     partition_columns: list[str],
     target: pa.Schema,
     row: dict[str, Any],
-    *,
-    positions: bool = True,
 ) -> FileRows:
     location = storage.locate(row["path"])
     fields = [schema.field(n) for n in target.names]
@@ -424,10 +423,8 @@ def _read_positions(
     if keep is not None:
         data = None if data is None else data.filter(keep)
         rows = physical_rows - len(deleted) if deleted is not None else physical_rows
-    where = av.int_range(0, 0)
-    if positions:
-        where = av.int_range(0, physical_rows) if keep is None else pc.indices_nonzero(keep)
-        where = where.cast(pa.int64())
+    where = av.int_range(0, physical_rows) if keep is None else pc.indices_nonzero(keep)
+    where = where.cast(pa.int64())
     table = _assemble(schema, partition_columns, target, row["partition_values"], data, rows)
     return FileRows(table, where, physical_rows, deleted)
 
