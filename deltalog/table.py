@@ -247,8 +247,12 @@ class DeltaTable(RowChanges):
         from deltalog.stats.predicate_input import as_predicate
 
         snap = self._snapshot
-        if filter is None and not flatten_stats:
-            return snap.files if with_stats else snap.files_without_stats()
+        if not flatten_stats:
+            from deltalog.read import files_matching
+
+            return files_matching(snap, filter, with_stats=with_stats)
+        # Flattened: the typed statistics of the checkpoint's files, from its stats_parsed or
+        # its JSON parsed whole (and kept for later calls), filtered along with the files.
         predicate = None if filter is None else as_predicate(filter)
         if predicate is not None:
             unknown = sorted(predicate.columns() - set(snap.schema.names))
@@ -257,22 +261,16 @@ class DeltaTable(RowChanges):
                     f"the table has no column(s) {unknown} (columns: {snap.schema.names})"
                 )
         on_partitions = predicate is not None and predicate.columns() <= set(snap.partition_columns)
-        # Typed statistics of the checkpoint's files come from its stats_parsed, else from its
-        # JSON, parsed whole for flatten_stats and kept for later calls (a filter alone parses
-        # only its columns); a partition predicate needs no statistics.
-        parsed = (
-            None if on_partitions and not flatten_stats else snap.typed_stats(build=flatten_stats)
-        )
+        parsed = snap.typed_stats(build=True)
         try:
-            return self._files(with_stats, predicate, flatten_stats, on_partitions, parsed)
+            return self._flattened(with_stats, predicate, on_partitions, parsed)
         except UnusableParsedStats:
-            return self._files(with_stats, predicate, flatten_stats, on_partitions, None)
+            return self._flattened(with_stats, predicate, on_partitions, None)
 
-    def _files(
+    def _flattened(
         self,
         with_stats: bool,
         predicate: Predicate | None,
-        flatten_stats: bool,
         on_partitions: bool,
         parsed: pa.ChunkedArray | None,
     ) -> pa.Table:
@@ -280,21 +278,16 @@ class DeltaTable(RowChanges):
         from deltalog.stats.skipping import prune_mask
 
         snap = self._snapshot
-        if with_stats:
-            files = snap.files
-        elif parsed is not None and snap.typed_for_every_checkpoint_row(parsed):
+        if not with_stats and parsed is not None and snap.typed_for_every_checkpoint_row(parsed):
             files = snap.files_with_commit_stats()
-        elif flatten_stats or not on_partitions:
-            files = snap.files
         else:
-            files = snap.files_without_stats()
+            files = snap.files
         if predicate is not None:
             typed = None if on_partitions else parsed
             keep = prune_mask(files, predicate, snap.schema, snap.partition_columns, typed)
             files = files.filter(keep)
             parsed = None if parsed is None else parsed.filter(keep)
-        if flatten_stats:
-            files = flatten(files, snap.schema, snap.partition_columns, parsed=parsed)
+        files = flatten(files, snap.schema, snap.partition_columns, parsed=parsed)
         return (
             files
             if with_stats or "stats" not in files.column_names
