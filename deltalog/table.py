@@ -91,11 +91,15 @@ class DeltaTable(RowChanges):
         storage_options: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         background_checkpoints: bool = True,
+        group_commit: bool = False,
     ) -> None:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise InvalidInputError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
         self._retry = retry or RetryPolicy()
         self._background_checkpoints = background_checkpoints
+        if not isinstance(group_commit, bool):
+            raise InvalidInputError(f"group_commit must be a bool, not {group_commit!r}")
+        self._group_commit = group_commit
         if version is not None and timestamp is not None:
             raise InvalidInputError("give version or timestamp, not both")
         if version is not None:
@@ -422,6 +426,11 @@ class DeltaTable(RowChanges):
             raise InvalidInputError(f"engine_info must be a str, not {type(engine_info).__name__}")
         from deltalog.write.transaction import Transaction
 
+        group = None
+        if self._group_commit:
+            from deltalog.write.group_commit import committer_for
+
+            group = committer_for(self._storage).commit
         return Transaction(
             storage=self._storage,
             snapshot=self._snapshot,
@@ -432,6 +441,7 @@ class DeltaTable(RowChanges):
             engine_info=engine_info,
             on_advance=self._advanced,
             user_metadata=user_metadata,
+            group=group,
         )
 
     def _advanced(self, snapshot: Snapshot, committed: bool) -> None:

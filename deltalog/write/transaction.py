@@ -9,8 +9,7 @@ this transaction (:mod:`deltalog.write.conflicts`, and against vacuums:
 if none conflicts, the same bytes are tried at the next free version, after a backoff
 (:class:`~deltalog.write.commit.RetryPolicy`). When log cleanup removed the winners, only a blind
 append goes on, after the head (:mod:`deltalog.write.rebase`). A commit therefore either lands
-exactly
-once, in the history readers rebuild, or raises, and a raise writes nothing (except
+exactly once, in the history readers rebuild, or raises, and a raise writes nothing (except
 ``CommitStatusUnknownError``: the commit may have landed).
 """
 
@@ -152,6 +151,7 @@ class Transaction:
         engine_info: str = ENGINE_INFO,
         on_advance: Callable[[Snapshot, bool], None] | None = None,
         user_metadata: str | None = None,
+        group: Callable[[Transaction], int] | None = None,
     ) -> None:
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
             raise InvalidInputError(
@@ -174,6 +174,7 @@ class Transaction:
         self._retry = retry
         self._engine_info = engine_info
         self._on_advance = on_advance
+        self._group = group  # commits through a group committer (deltalog.write.group_commit)
         self._state = _OPEN
         # what was read
         self._predicates: list[Any] = []
@@ -541,7 +542,7 @@ class Transaction:
         """
         self._check_open()
         try:
-            version = self._commit()
+            version = self._commit() if self._group is None else self._group(self)
         except BaseException:
             self._state = _FAILED
             raise
