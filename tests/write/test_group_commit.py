@@ -1,0 +1,304 @@
+"""Group commit: concurrent transactions of one process batched into one Delta commit.
+
+The leader's own commit is held inside its write (a patched ``try_write`` waits on an Event)
+while the other transactions queue; the committer's ``on_queued`` seam says when they have.
+Releasing it lets the next leader commit the queue as one group, in arrival order.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog.write.transaction as transaction_module
+from deltalog import (
+    AddFile,
+    ConcurrentAppendError,
+    ConcurrentModificationError,
+    DeltaTable,
+)
+from deltalog.write.group_commit import GroupCommitter, committer_for
+
+SCHEMA = pa.schema([("x", pa.int64()), ("p", pa.string())])
+WAIT = 30.0
+
+
+def add(path: str) -> AddFile:
+    """An add action built by the caller (the log layer never opens the file)."""
+    part = path.split("/", 1)[0].split("=", 1)[1]
+    return AddFile(path, {"p": part}, 1, 0, True, stats='{"numRecords":1}')
+
+
+def commit_lines(root: str, version: int) -> list[dict[str, Any]]:
+    """The actions of one commit file, parsed with ``json``."""
+    text = (Path(root) / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> str:
+    """A table partitioned by ``p`` with ``p=1/seed.parquet`` at version 1."""
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA, partition_by=["p"])
+    with table.transaction() as tx:
+        tx.add(add("p=1/seed.parquet"))
+    return table.uri
+
+
+class Held:
+    """Holds the first commit inside its write while other transactions queue behind it."""
+
+    def __init__(self, root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.committer: GroupCommitter = committer_for(DeltaTable(root)._storage)
+        self.entered, self.gate = threading.Event(), threading.Event()
+        self.queued: dict[int, threading.Event] = {}
+        self.committer.on_queued = self._queued
+        real = transaction_module.try_write
+
+        def held_write(*args: Any, **kwargs: Any) -> bool:
+            if not self.entered.is_set():
+                self.entered.set()
+                assert self.gate.wait(WAIT)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(transaction_module, "try_write", held_write)
+        self.threads: list[threading.Thread] = []
+        self.results: dict[str, int | BaseException] = {}
+
+    def _queued(self, length: int) -> None:
+        self.queued.setdefault(length, threading.Event()).set()
+
+    def start(self, name: str, body: Callable[[], int], *, queued: int | None = None) -> None:
+        """Run ``body`` in a thread; wait until it holds the write or is the n-th queued."""
+
+        def run() -> None:
+            try:
+                self.results[name] = body()
+            except BaseException as exc:
+                self.results[name] = exc
+
+        thread = threading.Thread(target=run, name=name)
+        self.threads.append(thread)
+        thread.start()
+        if queued is None:
+            assert self.entered.wait(WAIT)
+        else:
+            assert self.queued.setdefault(queued, threading.Event()).wait(WAIT)
+
+    def release(self) -> dict[str, int | BaseException]:
+        self.gate.set()
+        for thread in self.threads:
+            thread.join(WAIT)
+            assert not thread.is_alive()
+        return self.results
+
+
+def appender(root: str, path: str, **kwargs: Any) -> Callable[[], int]:
+    """A body that commits one caller-built add with group commit on."""
+
+    def body() -> int:
+        table = DeltaTable(root, group_commit=True)
+        with table.transaction(**kwargs) as tx:
+            tx.add(add(path))
+        assert tx.version is not None
+        return tx.version
+
+    return body
+
+
+@pytest.fixture
+def held(root: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Held]:
+    h = Held(root, monkeypatch)
+    yield h
+    h.gate.set()
+
+
+def test_queued_transactions_share_one_commit(root: str, held: Held) -> None:
+    held.start("first", appender(root, "p=1/first.parquet"))
+    for i in range(8):
+        held.start(f"m{i}", appender(root, f"p={i % 3}/m{i}.parquet"), queued=i + 1)
+    results = held.release()
+    assert results["first"] == 2
+    assert {results[f"m{i}"] for i in range(8)} == {3}
+    actions = commit_lines(root, 3)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert [a["add"]["path"] for a in actions if "add" in a] == [f"p={i % 3}/m{i}.parquet"
+                                                                  for i in range(8)]  # fmt: skip
+    params = info["operationParameters"]
+    assert params["groupCommit"] == "true" and params["numMembers"] == "8"
+    assert all(isinstance(v, str) for v in params.values())  # delta-spark: Map[String, String]
+    assert len(json.loads(params["members"])) == 8
+    assert info["isBlindAppend"] is True and info["operationMetrics"]["numFiles"] == "8"
+    table = DeltaTable(root)
+    assert table.version() == 3 and len(table.files()) == 10
+    assert table.check(data_files=False).ok
+
+
+def test_conflicting_member_fails_alone(root: str, held: Held) -> None:
+    """A reads and rewrites p=1; B read p=1 too: committing after A, B conflicts; C does not."""
+    tables = {n: DeltaTable(root, group_commit=True) for n in "ABC"}
+
+    def rewrite() -> int:
+        with tables["A"].transaction("DELETE") as tx:
+            tx.remove(tx.read_files({"p": "1"}))
+            tx.add(add("p=1/rewritten.parquet"))
+        assert tx.version is not None
+        return tx.version
+
+    def read_then_write() -> int:
+        with tables["B"].transaction("MERGE") as tx:
+            tx.read_files({"p": "1"})
+            tx.add(add("p=1/b.parquet"))
+        assert tx.version is not None
+        return tx.version
+
+    held.start("first", appender(root, "p=2/first.parquet"))
+    held.start("A", rewrite, queued=1)
+    held.start("B", read_then_write, queued=2)
+    held.start("C", appender(root, "p=3/c.parquet"), queued=3)
+    results = held.release()
+    assert results["A"] == results["C"] == 3
+    error = results["B"]
+    assert isinstance(error, ConcurrentAppendError), error
+    assert error.winning_version == 3
+    paths = {f for f in DeltaTable(root).files().column("path").to_pylist()}
+    assert paths == {"p=2/first.parquet", "p=1/rewritten.parquet", "p=3/c.parquet"}
+    assert all("p=1/b.parquet" not in json.dumps(a) for v in (3, 4) for a in _maybe(root, v))
+
+
+def _maybe(root: str, version: int) -> list[dict[str, Any]]:
+    path = Path(root) / "_delta_log" / f"{version:020d}.json"
+    return commit_lines(root, version) if path.exists() else []
+
+
+def test_duplicate_app_ids_go_to_separate_commits(root: str, held: Held) -> None:
+    def idempotent(path: str, app_version: int) -> Callable[[], int]:
+        def body() -> int:
+            with DeltaTable(root, group_commit=True).transaction() as tx:
+                tx.set_transaction("stream-1", app_version)
+                tx.add(add(path))
+            assert tx.version is not None
+            return tx.version if not tx.no_op else -tx.version
+
+        return body
+
+    held.start("first", appender(root, "p=2/first.parquet"))
+    held.start("t1", idempotent("p=1/t1.parquet", 7), queued=1)
+    held.start("t1-again", idempotent("p=1/t1-again.parquet", 7), queued=2)
+    held.start("plain", appender(root, "p=3/plain.parquet"), queued=3)
+    results = held.release()
+    assert results["t1"] == results["plain"] == 3
+    assert results["t1-again"] == -3  # the same (app id, version): a no-op reporting version 3
+    for version in range(DeltaTable(root).version() + 1):
+        apps = Counter(a["txn"]["appId"] for a in commit_lines(root, version) if "txn" in a)
+        assert all(n == 1 for n in apps.values())
+    assert DeltaTable(root).version() == 3
+    assert "p=1/t1-again.parquet" not in DeltaTable(root).files().column("path").to_pylist()
+
+
+def test_metadata_change_commits_on_its_own(root: str, held: Held) -> None:
+    def change() -> int:
+        with DeltaTable(root, group_commit=True).transaction("SET TBLPROPERTIES") as tx:
+            tx.update_metadata(configuration={"owner": "me"})
+        assert tx.version is not None
+        return tx.version
+
+    held.start("first", appender(root, "p=2/first.parquet"))
+    held.start("m1", appender(root, "p=1/m1.parquet"), queued=1)
+    held.start("meta", change, queued=2)
+    held.start("m2", appender(root, "p=3/m2.parquet"), queued=3)
+    results = held.release()
+    assert results["m1"] == results["m2"] == 3
+    assert results["meta"] == 4
+    assert not any("metaData" in a for a in commit_lines(root, 3))
+    assert DeltaTable(root).snapshot.configuration.get("owner") == "me"
+
+
+def test_different_user_metadata_is_not_mixed(root: str, held: Held) -> None:
+    held.start("first", appender(root, "p=2/first.parquet"))
+    held.start("a", appender(root, "p=1/a.parquet", user_metadata="a"), queued=1)
+    held.start("b", appender(root, "p=1/b.parquet", user_metadata="b"), queued=2)
+    held.start("a2", appender(root, "p=3/a2.parquet", user_metadata="a"), queued=3)
+    results = held.release()
+    assert results["a"] == results["a2"] == 3 and results["b"] == 4
+    infos = [next(a["commitInfo"] for a in commit_lines(root, v) if "commitInfo" in a)
+             for v in (3, 4)]  # fmt: skip
+    assert [i["userMetadata"] for i in infos] == ["a", "b"]
+
+
+def test_off_by_default(root: str) -> None:
+    tx = DeltaTable(root).transaction()
+    assert tx._group is None
+    assert DeltaTable(root, group_commit=True).transaction()._group is not None
+
+
+def test_32_threads_lose_and_duplicate_nothing(root: str) -> None:
+    threads, each = 32, 20
+    barrier = threading.Barrier(threads)
+    versions: dict[str, int] = {}
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        table = DeltaTable(root, group_commit=True)
+        barrier.wait(WAIT)
+        for i in range(each):
+            path = f"p={n % 4}/w{n}-{i}.parquet"
+            try:
+                with table.transaction() as tx:
+                    tx.add(add(path))
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            assert tx.version is not None
+            versions[path] = tx.version
+
+    workers = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert not errors
+    assert len(versions) == threads * each
+    table = DeltaTable(root)
+    logged: dict[str, int] = {}
+    for version in range(2, table.version() + 1):
+        for action in commit_lines(root, version):
+            if "add" in action:
+                assert action["add"]["path"] not in logged, "duplicated"
+                logged[action["add"]["path"]] = version
+    assert logged == versions  # every acknowledged add is in the commit it was told
+    assert len(table.files()) == threads * each + 1
+    assert table.check(data_files=False).ok
+
+
+def test_a_conflict_with_another_process_fails_only_that_member(root: str, held: Held) -> None:
+    """A commit of another writer lands between the group's read and its write."""
+    reader = DeltaTable(root, group_commit=True)
+    outsider = DeltaTable(root)
+
+    def read_then_write() -> int:
+        with reader.transaction("MERGE") as tx:
+            tx.read_files({"p": "1"})
+            tx.add(add("p=1/r.parquet"))
+        assert tx.version is not None
+        return tx.version
+
+    def before_write(members: list[Any]) -> None:  # another process wins version 3
+        held.committer.before_write = None
+        with outsider.transaction("DELETE") as tx:
+            tx.remove(tx.read_files({"p": "1"}))
+
+    held.start("first", appender(root, "p=2/first.parquet"))
+    held.start("reader", read_then_write, queued=1)
+    held.start("plain", appender(root, "p=3/plain.parquet"), queued=2)
+    held.committer.before_write = before_write
+    results = held.release()
+    assert isinstance(results["reader"], ConcurrentModificationError)
+    assert results["plain"] == 4
+    assert DeltaTable(root).check(data_files=False).ok
