@@ -88,6 +88,7 @@ class Held:
         thread.start()
         if queued is None:
             assert self.entered.wait(WAIT)
+            self.queued.clear()  # it was queued (as number 1) before it took the lead
         else:
             assert self.queued.setdefault(queued, threading.Event()).wait(WAIT)
 
