@@ -332,18 +332,24 @@ class GroupCommitter:
         """The members that commit, in group order; the others are resolved or marked."""
         accepted: list[_Member] = []
         placeholder = {"operation": "GROUP COMMIT"}
+        peers: list[tuple[_Member, WinningCommit]] = []  # earlier members, as winners
         for m in members:
             if not self._survives(m, self._known(m.tx.read_version + 1, storage)):
                 continue
             assert m.reads is not None
-            for earlier in accepted:
+            if _depends_on_nothing(m.reads):  # no earlier member can conflict with it
+                accepted.append(m)
+                peers.append((m, m.as_winner(-1, {**placeholder, **_flags(m)})))
+                continue
+            for earlier, as_winner in peers:
                 try:
-                    check_winner(m.reads, earlier.as_winner(-1, {**placeholder, **_flags(earlier)}))
+                    check_winner(m.reads, as_winner)
                 except ConcurrentModificationError:
                     m.peer = earlier
                     break
             if m.peer is None:
                 accepted.append(m)
+                peers.append((m, m.as_winner(-1, {**placeholder, **_flags(m)})))
         return accepted
 
     @staticmethod
@@ -454,6 +460,18 @@ class GroupCommitter:
             m.peer, m.reads, m.actions = None, None, []
         with self._cond:
             self._queue[:0] = members
+
+
+def _depends_on_nothing(reads: TransactionReads) -> bool:
+    """Whether no commit without protocol or metadata changes can conflict with ``reads``."""
+    return not (
+        reads.predicates
+        or reads.read_whole_table
+        or reads.read_files
+        or reads.app_ids
+        or reads.removed
+        or reads.domains
+    )
 
 
 def _flags(member: _Member) -> dict[str, Any]:
