@@ -113,6 +113,7 @@ class _Member:
         self.level = WRITE_SERIALIZABLE
         self.blind = False
         self.peer: _Member | None = None  # the earlier member it conflicts with
+        self.wake = threading.Event()  # set when resolved, or when handed the lead
 
     # what decides which commit a member may share
     def solo(self) -> bool:
@@ -132,6 +133,7 @@ class _Member:
 
     def resolve(self, version: int | None = None, error: BaseException | None = None) -> None:
         self.version, self.error, self.done = version, error, True
+        self.wake.set()
 
 
 class GroupCommitter:
@@ -142,7 +144,7 @@ class GroupCommitter:
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._queue: list[_Member] = []
         self._leading = False
         self._log: dict[int, _Commit] = {}
@@ -153,32 +155,42 @@ class GroupCommitter:
         self.before_write: Callable[[list[_Member]], None] | None = None
 
     def commit(self, tx: Transaction) -> int:
-        """Commit ``tx``, alone or in a group; returns its version (see ``Transaction.commit``)."""
+        """Commit ``tx``, alone or in a group; returns its version (see ``Transaction.commit``).
+
+        The first transaction to arrive with no commit in flight leads: it commits the queue
+        (itself first), then hands the lead to the oldest transaction still queued, if any. The
+        others sleep on their own event until they are resolved or handed the lead.
+        """
         member = _Member(tx)
-        with self._cond:
+        with self._lock:
             self._queue.append(member)
             queued = len(self._queue)
+            lead, self._leading = not self._leading, True
         if self.on_queued is not None:
             self.on_queued(queued)
         while True:
-            with self._cond:
-                while not member.done and self._leading:
-                    self._cond.wait()
+            if not lead:
+                member.wake.wait()
                 if member.done:
                     break
-                self._leading = True
+                member.wake.clear()  # handed the lead: nobody else sets it until it hands on
+            with self._lock:
                 batch = self._take()
             try:
                 self._run(batch)
-            except BaseException as exc:
+            except BaseException as exc:  # a bug or an interrupt: no member waits forever
                 for m in batch:
                     if not m.done:
                         m.resolve(error=exc)
-                raise
-            finally:
-                with self._cond:
+            with self._lock:
+                following = self._queue[0] if self._queue else None
+                if following is None:
                     self._leading = False
-                    self._cond.notify_all()
+                elif following is not member:
+                    following.wake.set()
+            if member.done:
+                break
+            lead = following is member
         if member.error is not None:
             raise member.error
         assert member.version is not None
@@ -458,7 +470,7 @@ class GroupCommitter:
         """Put members whose group did not land back at the front of the queue."""
         for m in members:
             m.peer, m.reads, m.actions = None, None, []
-        with self._cond:
+        with self._lock:
             self._queue[:0] = members
 
 
