@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -91,12 +92,15 @@ class DeltaTable(RowChanges):
         storage_options: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         background_checkpoints: bool = True,
-        group_commit: bool = False,
+        group_commit: bool | None = None,
     ) -> None:
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise InvalidInputError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
         self._retry = retry or RetryPolicy()
         self._background_checkpoints = background_checkpoints
+        if group_commit is None:  # e.g. for the DeltaTable objects deltalog.spark opens
+            flag = os.environ.get("DELTALOG_GROUP_COMMIT", "").strip().lower()
+            group_commit = flag in ("1", "true", "yes", "on")
         if not isinstance(group_commit, bool):
             raise InvalidInputError(f"group_commit must be a bool, not {group_commit!r}")
         self._group_commit = group_commit

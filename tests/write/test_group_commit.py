@@ -23,6 +23,7 @@ from deltalog import (
     ConcurrentAppendError,
     ConcurrentModificationError,
     DeltaTable,
+    InvalidInputError,
 )
 from deltalog.write.group_commit import GroupCommitter, committer_for
 
@@ -233,10 +234,16 @@ def test_different_user_metadata_is_not_mixed(root: str, held: Held) -> None:
     assert [i["userMetadata"] for i in infos] == ["a", "b"]
 
 
-def test_off_by_default(root: str) -> None:
-    tx = DeltaTable(root).transaction()
-    assert tx._group is None
+def test_off_by_default_on_with_the_flag_or_the_environment(
+    root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert DeltaTable(root).transaction()._group is None
     assert DeltaTable(root, group_commit=True).transaction()._group is not None
+    monkeypatch.setenv("DELTALOG_GROUP_COMMIT", "1")  # e.g. for deltalog.spark's tables
+    assert DeltaTable(root).transaction()._group is not None
+    assert DeltaTable(root, group_commit=False).transaction()._group is None
+    with pytest.raises(InvalidInputError):
+        DeltaTable(root, group_commit="yes")  # type: ignore[arg-type]
 
 
 def test_32_threads_lose_and_duplicate_nothing(root: str) -> None:
