@@ -441,11 +441,11 @@ class GroupCommitter:
         attempts: int,
     ) -> None:
         mine = self._remember(version, [info, *actions], now_ms())
-        try:
-            commits = [(c.version, c.actions, c.seen_ms) for c in [*after_base, mine]]
-            snapshot: Snapshot | None = advance(base, commits)
-        except Exception:  # the commit stands; the tables replay instead
-            snapshot = None
+        commits = [(c.version, c.actions, c.seen_ms) for c in [*after_base, mine]]
+        snapshot: Snapshot | None = None
+        if [c[0] for c in commits] == list(range(base.version + 1, version + 1)):
+            with contextlib.suppress(Exception):  # the commit stands; the tables replay instead
+                snapshot = advance(base, commits)
         for i, m in enumerate(accepted):
             m.tx.attempts = attempts
             if snapshot is not None and m.tx._on_advance is not None:
