@@ -10,7 +10,9 @@ Workloads (each on a fresh table, every transaction a blind append of one ``AddF
 caller built; no Parquet is read or written):
 
 * ``single``: one thread, group commit off: the commit rate of one writer (on local disk the
-  fsync floor: every commit fsyncs its file and the log directory).
+  fsync floor: every commit fsyncs its file and the log directory); and delta-rs's single
+  writer for reference (``create_write_transaction`` + ``update_incremental``, no fsync;
+  delta-rs has no group commit, and its threads racing for versions fail after 15 retries).
 * ``group off``: ``--threads`` threads, each with its own ``DeltaTable``, group commit off
   (every transaction races for its own version).
 * ``group on``: the same with ``DeltaTable(uri, group_commit=True)``.
@@ -118,6 +120,45 @@ def run(
     }
 
 
+def run_delta_rs(uri: str, commits: int) -> dict[str, Any]:
+    """delta-rs, one writer: ``create_write_transaction([AddAction])`` per commit (reference)."""
+    import deltalake
+    import pyarrow as pa
+    from deltalake.transaction import AddAction
+
+    deltalake.write_deltalake(uri, pa.table({"x": pa.array([], pa.int64())}))
+    dt = deltalake.DeltaTable(uri)
+    schema = dt.schema()
+    load = os.getloadavg()[0]
+    ms: list[float] = []
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    for i in range(commits):
+        start = time.perf_counter()
+        add = AddAction(f"rs-{i}.parquet", 100, {}, 0, True, '{"numRecords":1}')
+        dt.create_write_transaction([add], mode="append", schema=schema)
+        dt.update_incremental()
+        ms.append((time.perf_counter() - start) * 1000)
+    wall = time.perf_counter() - t0
+    final = deltalake.DeltaTable(uri)
+    return {
+        "threads": 1,
+        "transactions": commits,
+        "errors": 0,
+        "first_error": None,
+        "commits": final.version(),
+        "wall_s": wall,
+        "tx_per_s": commits / wall,
+        "p50_ms": statistics.median(ms),
+        "p99_ms": percentile(ms, 99),
+        "cpu_s": time.process_time() - cpu0,
+        "load_before": load,
+        "lost": commits - len(final.file_uris()),
+        "duplicated": 0,
+        "check_ok": True,
+    }
+
+
 def _audit(table: Any, acknowledged: dict[str, int]) -> tuple[int, int]:
     """(lost, duplicated): acknowledged adds missing from their version, adds logged twice."""
     from deltalog.log.storage import TableStorage
@@ -160,6 +201,9 @@ def main(argv: list[str] | None = None) -> None:
             print(name, json.dumps(result), flush=True)
 
         local("local single writer", threads=1, per_thread=args.single, group=False)
+        rs = run_delta_rs(str(scratch / uuid.uuid4().hex), args.single)
+        rows.append(("local delta-rs single writer", rs))
+        print("local delta-rs single writer", json.dumps(rs), flush=True)
         local(
             "local group off",
             threads=args.threads,
@@ -196,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
         / by["local single writer"]["tx_per_s"],
         "group on / group off (local)": by["local group on"]["tx_per_s"]
         / by["local group off"]["tx_per_s"],
+        "group on / delta-rs single writer (local)": by["local group on"]["tx_per_s"]
+        / by["local delta-rs single writer"]["tx_per_s"],
     }
     if "s3 group on" in by:
         ratios["group on / single writer (S3)"] = (
