@@ -44,6 +44,7 @@ import orjson
 from deltalog.errors import (
     CommitAttemptsExhaustedError,
     ConcurrentModificationError,
+    DeltaLogError,
     InvalidInputError,
     SnapshotExpiredError,
 )
@@ -283,7 +284,13 @@ class GroupCommitter:
         retry = accepted[0].tx._retry
         oldest = min(m.tx._snapshot.timestamp for m in members)
         after_base = self._known(base.version + 1, storage)
-        info, layout = self._layout(base, accepted, after_base)
+        try:
+            info, layout = self._layout(base, accepted, after_base)
+        except DeltaLogError:  # e.g. an add without numRecords on a row-tracking table
+            for m in accepted:  # each member's own commit raises its own error, or lands
+                self._alone(m)
+            self._requeue([m for m in members if m.peer is not None and not m.done])
+            return
         version, attempts = self._head + 1, 0
         if self.before_write is not None:
             self.before_write(accepted)

@@ -310,3 +310,61 @@ def test_a_conflict_with_another_process_fails_only_that_member(root: str, held:
     assert isinstance(results["reader"], ConcurrentModificationError)
     assert results["plain"] == 4
     assert DeltaTable(root).check(data_files=False).ok
+
+
+def test_row_tracking_and_in_commit_timestamps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row ids of a group's adds do not overlap; a member an add without numRecords fails alone."""
+    config = {"delta.enableInCommitTimestamps": "true", "delta.enableRowTracking": "true"}
+    root = DeltaTable.create(
+        str(tmp_path / "t"), SCHEMA, partition_by=["p"], configuration=config
+    ).uri
+    held = Held(root, monkeypatch)
+
+    def uncounted() -> int:
+        with DeltaTable(root, group_commit=True).transaction() as tx:
+            tx.add(AddFile("p=1/uncounted.parquet", {"p": "1"}, 1, 0, True))
+        assert tx.version is not None
+        return tx.version
+
+    try:
+        held.start("first", appender(root, "p=1/first.parquet"))
+        held.start("m1", appender(root, "p=1/m1.parquet"), queued=1)
+        held.start("bad", uncounted, queued=2)
+        held.start("m2", appender(root, "p=2/m2.parquet"), queued=3)
+    finally:
+        results = held.release()
+    assert type(results["bad"]).__name__ == "MissingRowCountError"
+    assert {results["m1"], results["m2"]} <= {2, 3}  # one by one after the group was refused
+    table = DeltaTable(root)
+    ids = []
+    icts = []
+    for version in range(1, table.version() + 1):
+        actions = commit_lines(root, version)
+        icts.append(actions[0]["commitInfo"]["inCommitTimestamp"])
+        ids += [a["add"]["baseRowId"] for a in actions if "add" in a]
+    assert len(ids) == len(set(ids)) == 3
+    assert icts == sorted(set(icts))
+    assert table.check(data_files=False).ok
+
+
+def test_row_tracking_group_assigns_distinct_row_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = {"delta.enableInCommitTimestamps": "true", "delta.enableRowTracking": "true"}
+    root = DeltaTable.create(
+        str(tmp_path / "t"), SCHEMA, partition_by=["p"], configuration=config
+    ).uri
+    held = Held(root, monkeypatch)
+    try:
+        held.start("first", appender(root, "p=1/first.parquet"))
+        for i in range(4):
+            held.start(f"m{i}", appender(root, f"p=1/m{i}.parquet"), queued=i + 1)
+    finally:
+        results = held.release()
+    assert {results[f"m{i}"] for i in range(4)} == {2}
+    adds = [a["add"] for a in commit_lines(root, 2) if "add" in a]
+    assert sorted(a["baseRowId"] for a in adds) == [1, 2, 3, 4]
+    assert all(a["defaultRowCommitVersion"] == 2 for a in adds)
+    assert DeltaTable(root).check(data_files=False).ok
