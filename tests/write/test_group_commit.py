@@ -368,3 +368,51 @@ def test_row_tracking_group_assigns_distinct_row_ids(
     assert sorted(a["baseRowId"] for a in adds) == [1, 2, 3, 4]
     assert all(a["defaultRowCommitVersion"] == 2 for a in adds)
     assert DeltaTable(root).check(data_files=False).ok
+
+
+def test_contended_read_then_write_keeps_isolation(root: str) -> None:
+    """16 threads each read a partition and add its next numbered file (``n<count + 1>``).
+
+    Members that read the same partition conflict (the earlier one's add matches the later
+    one's read), so each number is taken once: if two conflicting members both committed, two
+    files would carry the same number, or the numbers would not be 1..commits.
+    """
+    threads, rounds = 16, 12
+    barrier = threading.Barrier(threads)
+    won: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def run(n: int) -> None:
+        table = DeltaTable(root, group_commit=True)
+        barrier.wait(WAIT)
+        for i in range(rounds):
+            k = str(2 + (n + i) % 4)
+            table.refresh()
+            try:
+                with table.transaction("MERGE") as tx:
+                    count = tx.read_files({"p": k}).num_rows
+                    tx.add(add(f"p={k}/n{count + 1}-{n}-{i}.parquet"))
+            except ConcurrentModificationError:
+                with lock:
+                    failed[k] += 1
+                continue
+            with lock:
+                won[k] += 1
+
+    workers = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    live = DeltaTable(root).files().column("path").to_pylist()
+    numbers: dict[str, list[int]] = {str(k): [] for k in range(2, 6)}
+    for path in live:
+        part, name = path.split("/")
+        if part != "p=1":
+            numbers[part[2:]].append(int(name[1:].split("-", 1)[0]))
+    assert {k: sorted(v) for k, v in numbers.items()} == {
+        k: list(range(1, won[k] + 1)) for k in numbers
+    }
+    assert sum(won.values()) + sum(failed.values()) == threads * rounds
+    assert DeltaTable(root).check(data_files=False).ok
