@@ -150,8 +150,8 @@ class GroupCommitter:
         self._leading = False
         self._log: dict[int, _Commit] = {}
         self._head = -1
-        #: Test seams: called with the queue length after a commit queued, and by the leader
-        #: with a group's members before it writes their commit.
+        #: Test seams (must not raise): called with the queue length after a commit queued,
+        #: and by the leader with a group's members before it writes their commit.
         self.on_queued: Callable[[int], None] | None = None
         self.before_write: Callable[[list[_Member]], None] | None = None
 
@@ -227,7 +227,7 @@ class GroupCommitter:
             self._alone(batch[0])
             return
         members = [m for m in batch if self._prepare(m)]
-        if len(members) == 1 and members[0].peer is None:
+        if len(members) == 1:
             self._alone(members[0])
             return
         if members:
