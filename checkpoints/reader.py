@@ -22,6 +22,7 @@ from deltalog.logstores.errors import is_store_failure
 from deltalog.logstores.thread_pool import shared_pool
 
 from .arrow_pool import decode_pool, open_parquet
+from .column_split import by_column
 from .errors import CheckpointFormatError, IncompleteCheckpointError
 from .nulls import empty_table, null_array
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
@@ -257,7 +258,9 @@ def _read_columns(
     The row groups of a local file (``shared``, the open file ``pf`` reads) are read side by
     side, one thread each, all through that one open file (positional reads) with the footer
     parsed once: that keeps every core busy, where one reader decoding column by column waits
-    for its biggest column (``stats``).
+    for its biggest column (``stats``). A local file whose rows are all in one row group (as
+    delta-rs and delta-spark write them) is read column by column side by side instead
+    (:func:`.column_split.by_column`).
     """
     groups = _row_groups_with(pf, action)
     if not groups:
@@ -276,6 +279,17 @@ def _read_columns(
             pass
         else:
             kept = [t for part in parts for t in part]
+    elif shared is not None and len(columns) > 1 and each is None and READERS > 1:
+        kept = by_column(
+            pf,
+            groups,
+            columns,
+            action,
+            shared,
+            batch_rows=BATCH_ROWS,
+            readers=READERS,
+            valid_rows=_valid_rows,
+        )
     if kept is None:
         kept = _kept(pf, groups, columns, action, threads=True, each=each)
     if not kept:
