@@ -166,7 +166,7 @@ def write_rs_checkpoint_table(source: Path, table: Path) -> None:
     """
     import deltalake
 
-    n = int(json.loads((source / MARKER).read_text())["files"])
+    n = int(json.loads((source / MARKER).read_text())["params"]["files"])
     gen_replay.gen_write_cp_table(table, n, source)
     deltalake.DeltaTable(str(table)).create_checkpoint()
 
