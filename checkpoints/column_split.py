@@ -31,6 +31,7 @@ def by_column(
     *,
     batch_rows: int,
     readers: int,
+    buffer_size: int,
     valid_rows: Callable[[pa.Array], pa.Array],
 ) -> list[pa.Table] | None:
     """The rows holding ``action``, one table per batch that has some, as the serial read.
@@ -43,6 +44,7 @@ def by_column(
         shared: The local file ``pf`` reads.
         batch_rows: Rows per batch (the serial read's).
         readers: Threads of the pool.
+        buffer_size: Bytes each column is read by (see :func:`.arrow_pool.open_parquet`).
         valid_rows: The rows of a batch that hold the action.
 
     Returns:
@@ -51,7 +53,7 @@ def by_column(
     meta = pf.metadata
 
     def read(column: str) -> list[pa.Array]:
-        own = open_parquet(shared, metadata=meta, pre_buffer=False)
+        own = open_parquet(shared, metadata=meta, pre_buffer=False, buffer_size=buffer_size)
         batches = own.iter_batches(
             batch_size=batch_rows, row_groups=groups, columns=[column], use_threads=False
         )

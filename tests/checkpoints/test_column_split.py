@@ -104,3 +104,28 @@ def test_columns_of_one_row_group_are_decoded_side_by_side(
     assert add_rows.column_names == ["path", "partitionValues", "size"]
     assert add_rows.column("path").to_pylist() == [a["path"] for a in adds if a]
     assert parallel.removes[0].equals(serial.removes[0])  # one column: the serial read
+
+
+def test_big_column_chunks_are_read_page_by_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file with a column chunk of BIG_CHUNK bytes or more is read through a buffer; the
+    rows are the ones an unbuffered read gives."""
+    _table(tmp_path)
+    whole = DeltaTable(str(tmp_path)).files()
+    seen: list[int] = []
+    opened = reader.open_parquet
+
+    def spy(*args: Any, **kwargs: Any) -> pq.ParquetFile:
+        seen.append(kwargs.get("buffer_size", 0))
+        return opened(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "open_parquet", spy)
+    monkeypatch.setattr(column_split, "open_parquet", spy)
+    DeltaTable(str(tmp_path)).files()
+    assert seen and not any(seen)  # small chunks: read whole, as before
+    seen.clear()
+    monkeypatch.setattr(reader, "BIG_CHUNK", 64)
+    buffered = DeltaTable(str(tmp_path)).files()
+    assert reader.READ_BUFFER in seen
+    assert buffered.equals(whole)
