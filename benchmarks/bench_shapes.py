@@ -488,7 +488,9 @@ def child_main(name: str, path: str, args: dict[str, Any]) -> None:
         import pandas  # noqa: F401  (see README): the same baseline for both engines
 
     base = maxrss_kib()
+    cpu = time.process_time()
     res = op(name, path, args)
+    res.setdefault("cpu_seconds", time.process_time() - cpu)  # all threads, the op's whole run
     res.update(rss_base_kib=base, rss_peak_kib=res.pop("rss_own_kib", None) or maxrss_kib())
     print(json.dumps(res), flush=True)
 
