@@ -160,6 +160,26 @@ def rows(quick: bool) -> list[Row]:
             time_target=0.25,
             rss_target=0.5,
         ),
+        Row(
+            f"cp_{big}_rs_stats",
+            f"open + list {big:,} files with stats (files() vs get_add_actions(flatten=False)), "
+            "checkpoint written by delta-rs (one row group)",
+            "cp_big_rs",
+            "dl_list",
+            "rs_list_nf",
+            time_target=0.25,
+            rss_target=0.65,
+        ),
+        Row(
+            f"cp_{big}_rs_typed",
+            f"open + list {big:,} files with typed stats, checkpoint written by delta-rs "
+            "(files(with_stats=False, flatten_stats=True) vs get_add_actions(flatten=True))",
+            "cp_big_rs",
+            "dl_list_typed",
+            "rs_list_flat",
+            time_target=0.5,
+            rss_target=0.5,
+        ),
         # Rows that only read run before the rows that write (in a full run the CLI row, run
         # after the V2 rows had written gigabytes, came out 2.19x against 1.60x alone).
         Row(
@@ -468,7 +488,9 @@ def child_main(name: str, path: str, args: dict[str, Any]) -> None:
         import pandas  # noqa: F401  (see README): the same baseline for both engines
 
     base = maxrss_kib()
+    cpu = time.process_time()
     res = op(name, path, args)
+    res.setdefault("cpu_seconds", time.process_time() - cpu)  # all threads, the op's whole run
     res.update(rss_base_kib=base, rss_peak_kib=res.pop("rss_own_kib", None) or maxrss_kib())
     print(json.dumps(res), flush=True)
 

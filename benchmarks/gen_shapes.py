@@ -158,6 +158,19 @@ def write_struct_stats_table(source: Path, table: Path) -> None:
     tmp.replace(path)
 
 
+def write_rs_checkpoint_table(source: Path, table: Path) -> None:
+    """A copy of ``source`` plus one commit, checkpointed by delta-rs at that version.
+
+    delta-rs writes its checkpoint as one row group (uncompressed, dictionary-encoded), the
+    layout deltalog reads column by column side by side.
+    """
+    import deltalake
+
+    n = int(json.loads((source / MARKER).read_text())["params"]["files"])
+    gen_replay.gen_write_cp_table(table, n, source)
+    deltalake.DeltaTable(str(table)).create_checkpoint()
+
+
 def write_v2_table(source: Path, table: Path) -> None:
     """A copy of ``source`` moved to ``delta.checkpointPolicy=v2``, with a V2 checkpoint.
 
@@ -224,6 +237,7 @@ def tables(data: Path, quick: bool, needed: set[str]) -> dict[str, Path]:
     derived = {
         "cp_big_struct": ("struct", write_struct_stats_table),
         "cp_big_v2": ("v2", write_v2_table),
+        "cp_big_rs": ("rs", write_rs_checkpoint_table),
     }
     for key, (suffix, write) in derived.items():  # copies of cp_big, rewritten
         if key in needed:

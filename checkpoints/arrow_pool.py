@@ -49,19 +49,28 @@ def decode_pool() -> pa.MemoryPool:
 
 
 def open_parquet(
-    source: pa.NativeFile, *, pre_buffer: bool, metadata: pq.FileMetaData | None = None
+    source: pa.NativeFile,
+    *,
+    pre_buffer: bool,
+    metadata: pq.FileMetaData | None = None,
+    buffer_size: int = 0,
 ) -> pq.ParquetFile:
     """``pq.ParquetFile(source, ...)`` whose reads allocate from :func:`decode_pool`.
 
     ``ParquetFile`` takes no pool, but its reader does: the reader is reopened on the same open
     file with the footer already parsed and every option ``ParquetFile`` would set (only these
-    two are ever passed). If this pyarrow's reader cannot be built that way, the file reads
-    from the default pool.
+    are ever passed). If this pyarrow's reader cannot be built that way, the file reads
+    from the default pool. ``buffer_size`` 0 reads each column chunk whole before decoding it;
+    a positive size streams it through a buffer of that size, page by page.
     """
     # INT96 (delta-spark's timestamps in stats_parsed) as microseconds: as nanoseconds, years
     # past 2262 would wrap around.
     pf = pq.ParquetFile(
-        source, pre_buffer=pre_buffer, metadata=metadata, coerce_int96_timestamp_unit="us"
+        source,
+        pre_buffer=pre_buffer,
+        metadata=metadata,
+        buffer_size=buffer_size,
+        coerce_int96_timestamp_unit="us",
     )
     pool = decode_pool()
     if not isinstance(source, pa.NativeFile) or (
@@ -76,6 +85,7 @@ def open_parquet(
             source,
             pre_buffer=pre_buffer,
             metadata=pf.metadata,
+            buffer_size=buffer_size,
             coerce_int96_timestamp_unit="us",
             **_reader_defaults(),
         )

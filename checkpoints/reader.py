@@ -22,6 +22,7 @@ from deltalog.logstores.errors import is_store_failure
 from deltalog.logstores.thread_pool import shared_pool
 
 from .arrow_pool import decode_pool, open_parquet
+from .column_split import by_column
 from .errors import CheckpointFormatError, IncompleteCheckpointError
 from .nulls import empty_table, null_array
 from .schema import ACTION_TYPES, NON_FILE_ACTIONS, PRESENCE_LEAVES
@@ -204,8 +205,25 @@ def _leaves(pf: pq.ParquetFile, action: str, kids: dict[str, pa.DataType]) -> di
 
 
 BATCH_ROWS = 64 * 1024
+#: Bytes a local checkpoint file with big column chunks is read by, page after page.
+READ_BUFFER = 1 << 20
+#: Column chunks from this size on are streamed through :data:`READ_BUFFER` rather than read
+#: whole: delta-rs's one row group of a million files holds 180 MiB of ``stats`` in one chunk;
+#: deltalog's own chunks (a few MiB) decode faster read whole.
+BIG_CHUNK = 16 << 20
 #: Threads reading the row groups of a local checkpoint file side by side.
 READERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _read_buffer(meta: pq.FileMetaData) -> int:
+    """:data:`READ_BUFFER` for a file with a column chunk of :data:`BIG_CHUNK` or more, else 0."""
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if any(
+            group.column(c).total_compressed_size >= BIG_CHUNK for c in range(group.num_columns)
+        ):
+            return READ_BUFFER
+    return 0
 
 
 def _repeats_a_name(t: pa.DataType) -> bool:
@@ -257,7 +275,9 @@ def _read_columns(
     The row groups of a local file (``shared``, the open file ``pf`` reads) are read side by
     side, one thread each, all through that one open file (positional reads) with the footer
     parsed once: that keeps every core busy, where one reader decoding column by column waits
-    for its biggest column (``stats``).
+    for its biggest column (``stats``). A local file whose rows are all in one row group (as
+    delta-rs and delta-spark write them) is read column by column side by side instead
+    (:func:`.column_split.by_column`).
     """
     groups = _row_groups_with(pf, action)
     if not groups:
@@ -276,6 +296,18 @@ def _read_columns(
             pass
         else:
             kept = [t for part in parts for t in part]
+    elif shared is not None and len(columns) > 1 and each is None and READERS > 1:
+        kept = by_column(
+            pf,
+            groups,
+            columns,
+            action,
+            shared,
+            batch_rows=BATCH_ROWS,
+            readers=READERS,
+            buffer_size=_read_buffer(pf.metadata),
+            valid_rows=_valid_rows,
+        )
     if kept is None:
         kept = _kept(pf, groups, columns, action, threads=True, each=each)
     if not kept:
@@ -348,8 +380,12 @@ def _read_parquet(
         opened = pa.OSFile(local, memory_pool=decode_pool()) if local is not None else None
         with store.open_input(path) if opened is None else opened as fh:
             # Pre-buffering coalesces ranged reads of a remote file; a local one is read as
-            # needed (pre-buffered column chunks would only add to peak memory).
+            # needed (pre-buffered column chunks would only add to peak memory), its big column
+            # chunks page by page through a small buffer (:func:`_read_buffer`).
             pf = open_parquet(fh, pre_buffer=local is None)
+            buffer = 0 if local is None else _read_buffer(pf.metadata)
+            if buffer:
+                pf = open_parquet(fh, pre_buffer=False, metadata=pf.metadata, buffer_size=buffer)
             shared = fh if local is not None and isinstance(fh, pa.NativeFile) else None
             top = pf.schema_arrow
             for action, fields in wanted.items():

@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from deltalog.arrow import values as arrow_values
 from deltalog.checkpoints.arrow_pool import decode_pool
@@ -40,6 +39,7 @@ from deltalog.protocol.schema import (
     StructType,
     type_to_arrow,
 )
+from deltalog.stats.bulk_json import parse_objects
 from deltalog.stats.predicates import partition_table
 
 __all__ = [
@@ -169,34 +169,10 @@ def _nested(leaves: Sequence[Leaf], leaf_type: Callable[[Leaf], pa.DataType]) ->
     return build(_tree(leaves, leaf_type))
 
 
-def _lines(stats: pa.Array) -> pa.Buffer:
-    """The stats strings as newline-delimited JSON, ``{}`` for files without statistics.
-
-    A stats string with a raw line break (never written compactly) makes the row count differ,
-    and the caller falls back to the row-by-row parse.
-    """
-    text = pa.large_string()
-    pool = decode_pool()
-    # Scalars from arrays: pa.scalar of a Python string imports pandas.
-    filled = pc.coalesce(
-        stats.cast(text, memory_pool=pool), arrow_values.string("{}").cast(text), memory_pool=pool
-    )
-    joined = pc.binary_join_element_wise(
-        filled,
-        arrow_values.string("").cast(text),
-        arrow_values.string("\n").cast(text),
-        memory_pool=pool,
-    )
-    offsets = joined.buffers()[1]
-    data = joined.buffers()[2]
-    starts = pa.Array.from_buffers(pa.int64(), len(joined) + 1, [None, offsets], joined.offset)
-    return data.slice(starts[0].as_py(), starts[-1].as_py() - starts[0].as_py())
-
-
-def _bulk(
-    stats: pa.Array, bounded: list[Leaf], counted: list[Leaf], exact_decimals: bool
+def _bulk_slices(
+    stats: pa.ChunkedArray, bounded: list[Leaf], counted: list[Leaf], exact_decimals: bool
 ) -> pa.Table | None:
-    """Parse every row at once; ``None`` when pyarrow's reader refuses some row.
+    """Parse every row in bulk (:mod:`.bulk_json`); ``None`` when pyarrow's reader refuses some.
 
     With ``exact_decimals=False`` decimal bounds are read as doubles and rounded to the column's
     scale (writers that log them as doubles, e.g. ``1.1300000000000001``).
@@ -208,32 +184,7 @@ def _bulk(
     if bounded:
         fields.append(pa.field("minValues", _nested(bounded, json_type)))
         fields.append(pa.field("maxValues", _nested(bounded, json_type)))
-    options = pj.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore")
-    try:
-        table = pj.read_json(
-            pa.BufferReader(_lines(stats)),
-            read_options=pj.ReadOptions(block_size=1 << 22),
-            parse_options=options,
-            memory_pool=decode_pool(),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    return table if table.num_rows == len(stats) else None
-
-
-def _bulk_slices(
-    stats: pa.ChunkedArray, bounded: list[Leaf], counted: list[Leaf], exact_decimals: bool
-) -> pa.Table | None:
-    """:func:`_bulk` over slices of ``stats``, so the joined JSON is never copied whole."""
-    parts = []
-    for start in range(0, max(len(stats), 1), _SLICE_ROWS):
-        rows = stats.slice(start, _SLICE_ROWS)
-        array = _one(rows) if rows.num_chunks else null_array(pa.string(), 0)
-        part = _bulk(array, bounded, counted, exact_decimals)
-        if part is None:
-            return None
-        parts.append(part)
-    return pa.concat_tables(parts)
+    return parse_objects(stats, pa.schema(fields))
 
 
 def _one(column: pa.ChunkedArray) -> pa.Array:
@@ -387,11 +338,6 @@ def _from_parsed(
         for leaf in leaves:
             if leaf.bounds:
                 yield f"{prefix}.{leaf.name}", at((kind, *leaf.physical), leaf.arrow_type)
-
-
-#: Rows parsed per pass: bounds the newline-joined copy of the JSON (~12 MiB for delta-spark's
-#: statistics of a 4-column table).
-_SLICE_ROWS = 128 * 1024
 
 
 def _json_columns(
