@@ -473,8 +473,10 @@ def _read_matching(
 ) -> pa.Table:
     """The ``target`` columns of one file's live rows that match ``predicate``.
 
-    Row groups whose statistics rule the predicate out are not read; the deletion vector is
-    applied as a boolean mask of the row groups read; the predicate is then evaluated exactly.
+    Row groups whose statistics rule the predicate out are not read; the deletion vector
+    becomes a boolean mask of the row groups read only (none when it deletes none of them); the
+    predicate is evaluated exactly on the rows read, and the rows both live and matching are
+    copied once.
     ``use_threads``: Arrow decodes the file's columns on its own threads (when files are not
     read concurrently).
     """
