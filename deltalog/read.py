@@ -473,8 +473,10 @@ def _read_matching(
 ) -> pa.Table:
     """The ``target`` columns of one file's live rows that match ``predicate``.
 
-    Row groups whose statistics rule the predicate out are not read; the deletion vector is
-    applied as a boolean mask of the row groups read; the predicate is then evaluated exactly.
+    Row groups whose statistics rule the predicate out are not read; the deletion vector
+    becomes a boolean mask of the row groups read only (none when it deletes none of them); the
+    predicate is evaluated exactly on the rows read, and the rows both live and matching are
+    copied once.
     ``use_threads``: Arrow decodes the file's columns on its own threads (when files are not
     read concurrently).
     """
@@ -496,11 +498,14 @@ def _read_matching(
                 return pa.Table.from_batches([], schema=target)
             if len(groups) == meta.num_row_groups:
                 groups = None
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         keep = None
         if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
             deleted = read_deletion_vector(row["deletion_vector"], read_dv, num_rows=physical_rows)
             if len(deleted):
-                keep = live_mask(deleted, physical_rows)
+                keep = live_mask(deleted, physical_rows, _ranges(sizes, groups))
+                if not keep.false_count:  # none of the rows read is deleted
+                    keep = None
         present = set(parquet.schema_arrow.names)
         physical = [_physical(f) for f in data_fields if _physical(f) in present]
         if groups is None:
@@ -512,21 +517,31 @@ def _read_matching(
                 if physical
                 else None
             )
-            sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
             rows = sum(sizes[i] for i in groups)
-            if keep is not None:
-                starts = [0]
-                for size in sizes:
-                    starts.append(starts[-1] + size)
-                parts = [keep.slice(starts[i], sizes[i]) for i in groups]
-                keep = pa.concat_arrays(parts) if parts else av.bools(True, 0)
-    if keep is not None:
-        data = None if data is None else _filtered(data, keep)
-        rows = int(pc.sum(keep).as_py() or 0)
+    if predicate is None:
+        if keep is not None:
+            data = None if data is None else _filtered(data, keep)
+            rows = len(keep) - keep.false_count
+        return _assemble(schema, partition_columns, target, row["partition_values"], data, rows)
+    # the predicate is evaluated on every row read, and the rows are copied once: those both
+    # live (deletion vector) and matching
     table = _assemble(schema, partition_columns, target, row["partition_values"], data, rows)
-    if predicate is not None and table.num_rows:
-        table = _filtered(table, matches(predicate, table))
+    if table.num_rows:
+        found = matches(predicate, table)
+        if keep is not None:
+            found = pc.and_(found, keep)
+        table = _filtered(table, found)
     return table
+
+
+def _ranges(sizes: list[int], groups: list[int] | None) -> list[tuple[int, int]] | None:
+    """The row ranges of the row groups ``groups`` (``None``: all of them) of a file."""
+    if groups is None:
+        return None
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + size)
+    return [(starts[i], starts[i + 1]) for i in groups]
 
 
 def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:

@@ -180,6 +180,9 @@ def _descriptor(data: bytes, cardinality: int, kind: str) -> tuple[dict[str, Any
     }, blob
 
 
+_PROXIES: list[pa.MemoryPool] = []
+
+
 def _measured(call: Callable[[], object]) -> tuple[Exception | None, float, int]:
     """What ``call`` raised, the CPU seconds it took and the peak bytes it allocated.
 
@@ -188,6 +191,10 @@ def _measured(call: Callable[[], object]) -> tuple[Exception | None, float, int]
     """
     default = pa.default_memory_pool()
     proxy = pa.proxy_memory_pool(default)
+    # Buffers made through the proxy can outlive the call (held by a raised exception's
+    # frames until the garbage collector frees them): freed after the proxy, they crashed
+    # the interpreter. Proxies are therefore never freed.
+    _PROXIES.append(proxy)
     pa.set_memory_pool(proxy)
     tracemalloc.start()
     started = time.process_time()
