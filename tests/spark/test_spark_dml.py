@@ -19,6 +19,7 @@ import pytest
 
 from deltalog import (
     ConcurrentDeleteReadError,
+    DeltaLogError,
     DeltaTable,
     InvalidExpressionError,
     InvalidPredicateError,
@@ -265,3 +266,14 @@ def test_concurrent_append_in_another_partition_does_not_conflict(
     result = update(spark, uri, "p = 'a' AND id = 4", {"v": "-1"})
     assert result.committed
     assert 100 in _ids(uri)
+
+
+def test_failed_job_commits_nothing_and_leaves_no_files(spark: Any, tmp_path: Path) -> None:
+    uri = _make(tmp_path, partitioned=False)
+    table = DeltaTable(uri)
+    first = sorted(table.file_uris())[0]
+    Path(first).write_bytes(b"not parquet at all")  # the task reading it fails
+    files, version = _data_files(tmp_path), table.version()
+    with pytest.raises(DeltaLogError):
+        delete(spark, uri, "v > 0.5")  # every file holds a matching row
+    assert _data_files(tmp_path) == files and DeltaTable(uri).version() == version
