@@ -146,8 +146,13 @@ def _task_writer(
     schema: StructType,
     partition_columns: list[str] | None = None,
     configuration: dict[str, str] | None = None,
+    file_id: str | None = None,
 ) -> DataWriter:
-    """A data writer for this task's files, named as Spark names them."""
+    """A data writer for this task's files, named as Spark names them.
+
+    ``file_id`` replaces the random UUID in the names (a DML job marks its files with it, so
+    that a failed job's files can be found and deleted).
+    """
     task_id, attempt = _task_identity()
     store, root = open_store(plan.uri, plan.storage_options or None)
     logical = configuration is None  # the schema's names are the table's logical ones
@@ -177,7 +182,7 @@ def _task_writer(
         partition_columns,
         configuration,
         options=options,
-        file_prefix=f"part-{task_id:05d}-{uuid.uuid4()}-a{attempt}",
+        file_prefix=f"part-{task_id:05d}-{file_id or uuid.uuid4()}-a{attempt}",
     )
 
 

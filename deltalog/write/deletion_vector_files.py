@@ -15,7 +15,8 @@ refers to it until the commit does. :meth:`abort` deletes every file written.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -52,6 +53,7 @@ class DeletionVectorWriter:
         prefix_length: Length of the random directory prefix of new DV files.
         inline_max_bytes: DVs of at most this many bytes go into the log (0: never).
         target_bytes: Start a new DV file once one holds this many bytes.
+        file_ids: Makes the UUID of each new DV file (default random ones).
     """
 
     def __init__(
@@ -61,7 +63,9 @@ class DeletionVectorWriter:
         prefix_length: int = 0,
         inline_max_bytes: int = 0,
         target_bytes: int = PACKING_TARGET_BYTES,
+        file_ids: Callable[[], uuid.UUID] | None = None,
     ) -> None:
+        self._file_ids = file_ids
         self._storage = storage
         self._prefix_length = prefix_length
         self._inline = inline_max_bytes
@@ -87,7 +91,10 @@ class DeletionVectorWriter:
         if self._current is not None and self._current.size + len(bitmap) + 8 > self._target:
             self._flush()
         if self._current is None:
-            self._current = DeletionVectorFile(random_prefix(self._prefix_length))
+            self._current = DeletionVectorFile(
+                random_prefix(self._prefix_length),
+                None if self._file_ids is None else self._file_ids(),
+            )
         return self._current.add(bitmap, len(deleted))
 
     def close(self) -> None:
