@@ -135,7 +135,7 @@ def test_local_mode_without_deltalog_says_set_pyspark_python(tmp_path: Path) -> 
         conf={},
     )
     assert _ok(result["seed_driver_side"])["version"] == 0
-    for step in ("write_without_deltalog", "replace_where_without_deltalog"):
+    for step in ("replace_where_without_deltalog", "write_without_deltalog"):
         error = result[step]["error"]
         assert error.startswith("SparkWriteError: Spark's Python workers cannot import deltalog")
         assert f"set PYSPARK_PYTHON={sys.executable}" in error, error

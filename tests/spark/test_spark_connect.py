@@ -170,3 +170,21 @@ def test_session_without_deltalog_is_told_to_ship_it(server: str, tmp_path: Path
         assert _ids(uri) == [0, 1, 2]
     finally:
         bare.stop()
+
+
+def test_the_docs_snippet_runs(server: str, tmp_path: Path, monkeypatch: Any) -> None:
+    """docs/spark.md's Spark Connect block, with this server's URL and a local table."""
+    from docsnippets import ROOT as DOCS_ROOT
+    from docsnippets import blocks
+
+    page = DOCS_ROOT / "docs" / "spark.md"
+    (block,) = [b for b in blocks(page) if b.tested_by == "tests/spark/test_spark_connect.py"]
+    uri = tmp_path / "events"
+    code = block.code.replace('"sc://localhost:15002"', repr(server))
+    code = code.replace('"s3://bucket/events"', repr(str(uri)))
+    assert code.count(repr(server)) == 1 and code.count(repr(str(uri))) == 1
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, f"{page}:{block.line}", "exec"), namespace)
+    assert _ids(str(uri)) == list(range(100))
+    assert DeltaTable(str(uri)).version() == 1  # the write, then the compaction
