@@ -14,7 +14,8 @@ then the table URI, as delta-spark's ``DeltaTable.forPath(spark, path)`` and
 ``DataFrameWriter.save``. Runs on PySpark 3.5.x and 4.x; needs ``pip install 'deltalog[spark]'``
 (a :class:`~deltalog.errors.MissingExtraError` says so when
 PySpark or pandas is missing). Spark's Python workers import deltalog too: install it where
-the executors run, or ship it with ``addPyFile(package_zip())`` (``deltalog.spark.shipping``).
+the executors run, or ship it with ``addPyFile(package_zip())`` (``deltalog.spark.shipping``;
+from a Spark Connect client, ``spark.addArtifacts(str(package_zip()), pyfile=True)``).
 
 The top floor beside the CLI: may import the table facade and everything below it.
 """

@@ -17,7 +17,6 @@ import orjson
 from deltalog.errors import (
     ConstraintViolationError,
     InvalidInputError,
-    SparkWriteError,
 )
 from deltalog.log.storage import TableStorage
 from deltalog.protocol.actions import AddFile
@@ -29,7 +28,7 @@ from deltalog.protocol.column_mapping import (
 from deltalog.protocol.config import STATS_COLUMNS, num_indexed_cols, property_value
 from deltalog.protocol.paths import decode_path
 from deltalog.protocol.schema import StructType
-from deltalog.spark.shipping import executor_import_hint, missing_on_executors
+from deltalog.spark.shipping import job_failure
 from deltalog.spark.task import RESULT_DDL, TaskPlan, write_task
 from deltalog.stats.predicates import (
     And,
@@ -156,12 +155,8 @@ def run_tasks(
     try:
         rows = df.mapInArrow(task, RESULT_DDL).collect()
     except Exception as exc:
-        text = str(exc)
-        missing = missing_on_executors(text)
-        if missing is not None:
-            hint = executor_import_hint(df.sparkSession, missing, uri)
-            raise SparkWriteError(hint) from exc
-        raise SparkWriteError(f"the Spark job writing to {uri} failed: {exc}") from exc
+        what = f"the Spark job writing to {uri}"
+        raise job_failure(df.sparkSession, exc, uri, what) from exc
     adds = [
         AddFile(
             path=row["path"],

@@ -32,8 +32,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import ReplaceWhereMismatchError, SparkWriteError
+from deltalog.errors import ReplaceWhereMismatchError
 from deltalog.protocol.schema import StructType
+from deltalog.spark.session import default_parallelism
+from deltalog.spark.shipping import job_failure
 from deltalog.stats.predicates import Predicate, matches
 from deltalog.write.rewrite_plan import (
     candidate_files,
@@ -125,7 +127,7 @@ def kept_rows_task(
 
 
 # ---------------------------------------------------------------------------- driver side
-def _check_rows(df: DataFrame, predicate: Predicate, schema: StructType) -> None:
+def _check_rows(df: DataFrame, predicate: Predicate, schema: StructType, uri: str) -> None:
     """Refuse the write when a DataFrame row does not satisfy the predicate.
 
     Raises:
@@ -138,9 +140,8 @@ def _check_rows(df: DataFrame, predicate: Predicate, schema: StructType) -> None
             lambda batches: check_task(predicate, table_schema, batches), _CHECK_DDL
         ).collect()
     except Exception as exc:
-        raise SparkWriteError(
-            f"the Spark job checking the rows against the overwrite predicate failed: {exc}"
-        ) from exc
+        what = "the Spark job checking the rows against the overwrite predicate"
+        raise job_failure(df.sparkSession, exc, uri, what) from exc
     violations = sum(int(r["violations"]) for r in results)
     if violations:
         example = next((r["example"] for r in results if r["example"] is not None), None)
@@ -185,7 +186,7 @@ def stage_data_replace(
         refuse_table_rewrite(
             snapshot.protocol, snapshot.metadata, operation="a replace_where on data columns of"
         )
-    _check_rows(df, predicate, schema)
+    _check_rows(df, predicate, schema, table.uri)
     tx.track_files_read(candidates, predicate=partition_part(predicate, partition_columns))
     adds = write_new(df, list(df.columns))
     staged = StagedWrite(table._storage, adds, table=table, tx=tx, app=app)
@@ -221,7 +222,7 @@ def _rewrite(
         files=tuple(files),
     )
     spark = df.sparkSession
-    parallelism = max(1, min(len(files), int(spark.sparkContext.defaultParallelism)))
+    parallelism = max(1, min(len(files), default_parallelism(spark)))
     jobs = spark.range(0, len(files), 1, parallelism)
     out_schema = SparkStruct.fromJson(snapshot.schema.to_json())
     kept = jobs.mapInArrow(lambda ids: kept_rows_task(plan, predicate, ids), out_schema)

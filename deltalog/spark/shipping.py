@@ -12,6 +12,10 @@ standalone master and worker in ``tests/spark/test_cluster_shipping.py``):
   workers' ``sys.path``: a wheel given to ``--py-files`` is copied over and never imported;
 - a packed virtualenv (venv-pack) with ``spark.archives`` and ``spark.pyspark.python``.
 
+A Spark Connect client has no ``SparkContext``; it ships the zip with
+``spark.addArtifacts(str(package_zip()), pyfile=True)`` (tested in
+``tests/spark/test_spark_connect.py``).
+
 deltalog is pure Python, so :func:`package_zip` zips the installed package as it is.
 """
 
@@ -26,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import deltalog
+from deltalog.errors import SparkWriteError
+from deltalog.spark.session import is_connect, master
 
 #: Date stamped on every entry, so the same package always gives the same zip.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -86,32 +92,54 @@ def _shipped_wheels(spark: Any) -> list[str]:
 
 
 def executor_import_hint(spark: Any, module: str, uri: str) -> str:
-    """What to do when Spark's Python workers cannot import ``module``."""
-    try:
-        master = str(spark.sparkContext.master)
-    except Exception:  # Spark Connect has no SparkContext
-        master = ""
+    """What to do when Spark's Python workers cannot import ``module``.
+
+    The advice fits the session: in local mode the workers run whatever ``python3`` is on
+    ``PATH`` (set ``PYSPARK_PYTHON``); over Spark Connect the workers are the server's, and the
+    client ships the zip with ``spark.addArtifacts(..., pyfile=True)`` (it has no
+    ``SparkContext``); on a cluster, install or ship deltalog to the executors.
+    """
+    connect = is_connect(spark)
+    running = master(spark)
+    where = "the Spark Connect server's Python workers" if connect else "Spark's Python workers"
     if module != "deltalog":
         head = (
-            f"Spark's Python workers cannot import {module} (deltalog needs it on the "
+            f"{where[0].upper()}{where[1:]} cannot import {module} (deltalog needs it on the "
             f"executors), so the job writing to {uri} failed before writing anything: "
         )
     else:
         head = (
-            "Spark's Python workers cannot import deltalog, so the job writing to "
+            f"{where[0].upper()}{where[1:]} cannot import deltalog, so the job writing to "
             f"{uri} failed before writing anything: "
         )
-    if master.startswith("local"):
+    zip_needs = "(the executors then need pyarrow, orjson and pandas)"
+    if connect:
+        local = (
+            "the server runs in local mode: start it with PYSPARK_PYTHON set to a Python that "
+            "has deltalog[spark] in its environment, or "
+            if running.startswith("local")
+            else "install deltalog[spark] in the executors' Python, or "
+        )
+        return (
+            head
+            + local
+            + (
+                "ship it from this client: spark.addArtifacts(str(deltalog.spark.package_zip()), "
+                f"pyfile=True) {zip_needs} (docs/spark.md, Spark Connect)"
+            )
+        )
+    if running.startswith("local"):
         return head + (
             "in local mode Spark starts its workers with whatever python3 is on PATH; set "
             f"PYSPARK_PYTHON={sys.executable} (the Python that has deltalog) before the "
-            "session starts"
+            "session starts, or ship it: spark.sparkContext.addPyFile("
+            f"str(deltalog.spark.package_zip())) {zip_needs}"
         )
     advice = head + (
         "install deltalog[spark] in the executors' Python (the cluster's image), or ship it: "
         "spark.sparkContext.addPyFile(str(deltalog.spark.package_zip())), or --py-files with "
-        "the zip `deltalog package-zip` writes (the executors then need pyarrow, orjson and "
-        "pandas), or a packed virtualenv with spark.archives (docs/cluster.md)"
+        f"the zip `deltalog package-zip` writes {zip_needs}, or a packed virtualenv with "
+        "spark.archives (docs/cluster.md)"
     )
     wheels = _shipped_wheels(spark)
     if wheels:
@@ -121,3 +149,18 @@ def executor_import_hint(spark: Any, module: str, uri: str) -> str:
             "imported there"
         )
     return advice
+
+
+def job_failure(spark: Any, error: Exception, uri: str, what: str) -> SparkWriteError:
+    """The error for a failed Spark job of deltalog's: how to fix a missing import, or ``what``.
+
+    Args:
+        spark: The session the job ran on.
+        error: What the job raised.
+        uri: The table's URI.
+        what: What the job did, for any other failure ("the Spark job writing to ...").
+    """
+    missing = missing_on_executors(str(error))
+    if missing is not None:
+        return SparkWriteError(executor_import_hint(spark, missing, uri))
+    return SparkWriteError(f"{what} failed: {error}")
