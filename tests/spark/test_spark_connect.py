@@ -8,8 +8,8 @@ driver-side commit runs here, in the client process; the tables are checked with
 :class:`deltalog.DeltaTable`, independent of Spark.
 
 Table operations are one parametrised list (:data:`OPERATIONS`): a case seeds a table, runs one
-operation over Connect and names the ids the table holds after; merge, delete and update join
-that list when they land.
+operation over Connect and names the ids the table holds after; merge joins
+that list when it lands.
 
 The server ships with PySpark 4 (``pyspark/jars/spark-connect_2.13-*.jar``); pip's PySpark 3.5
 has no server jar, so on the 3.5 line :mod:`connect_server` loads it from Maven Central (the
@@ -98,14 +98,25 @@ def _optimize(spark: Any, uri: str) -> None:
     assert (result.files_removed, result.files_added) == (4, 2)
 
 
+def _delete(spark: Any, uri: str) -> None:  # a scan job over the candidate files
+    result = deltalog.spark.delete(spark, uri, "id > 6 AND p = 1")
+    assert result["num_deleted_rows"] == 2
+
+
+def _update(spark: Any, uri: str) -> None:
+    result = deltalog.spark.update(spark, uri, "id < 2", {"id": "id + 100"})
+    assert result["num_updated_rows"] == 2
+
+
 #: (operation, the ids after it); each case starts from :func:`_seed`'s ids 0-9.
-#: Merge, delete and update over Connect go here.
 OPERATIONS: list[Any] = [
     pytest.param(_append, [*range(10), *range(10, 14)], id="append"),
     pytest.param(_overwrite, [20, 21], id="overwrite"),
     pytest.param(_replace_partition, [1, 3, 5, 7, 9, 100, 101, 102, 103], id="replace_partition"),
     pytest.param(_replace_data, [0, 2, 3, 4, 5, 6, 7, 8, 9], id="replace_where_data"),
     pytest.param(_optimize, list(range(10)), id="optimize"),
+    pytest.param(_delete, [0, 1, 2, 3, 4, 5, 6, 8], id="delete"),
+    pytest.param(_update, [*range(2, 10), 100, 101], id="update"),
 ]
 
 
