@@ -5,12 +5,13 @@ executors write the Parquet files and their statistics, the driver commits one t
 through deltalog's log stores. ``deltalog.spark.read(spark, uri, ...)`` is the drop-in for
 ``spark.read.format("delta").load(uri)``: the executors read the live files with deltalog.
 ``deltalog.spark.optimize(spark, uri, ...)`` compacts small files the same way (delta-spark's
-``OPTIMIZE``). None needs delta-spark's jars. Every function takes what Spark runs on first (the
-session, or the DataFrame to write, which carries its session), then the table URI, as
-delta-spark's ``DeltaTable.forPath(spark, path)`` and ``df.write.save(path)`` do; a write's mode
-and partition columns may follow positionally, as in ``DataFrameWriter.save``. Runs on PySpark
-3.5.x and 4.x; needs
-``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
+``OPTIMIZE``), and ``deltalog.spark.merge(spark, uri, source, predicate)`` runs delta-spark's
+``MERGE`` (a builder of ``when_...`` clauses, then ``execute()``). None needs delta-spark's
+jars. Every function takes what Spark runs on first (the session, or the DataFrame to write,
+which carries its session), then the table URI, as delta-spark's
+``DeltaTable.forPath(spark, path)`` and ``df.write.save(path)`` do; a write's mode and partition
+columns may follow positionally, as in ``DataFrameWriter.save``. Runs on PySpark 3.5.x and 4.x;
+needs ``pip install 'deltalog[spark]'`` (a :class:`~deltalog.errors.MissingExtraError` says so when
 PySpark or pandas is missing). Spark's Python workers import deltalog too: install it where
 the executors run, or ship it with ``addPyFile(package_zip())`` (``deltalog.spark.shipping``).
 
@@ -36,6 +37,7 @@ def _require_extra() -> None:
 
 _require_extra()
 
+from deltalog.spark.merge import DmlResult, SparkMerger, merge  # noqa: E402
 from deltalog.spark.optimize import (  # noqa: E402
     OptimizeResult,
     SkippedFile,
@@ -49,11 +51,14 @@ from deltalog.spark.write import stage, write  # noqa: E402
 from deltalog.writer.staged import StagedWrite, WriteResult  # noqa: E402
 
 __all__ = [
+    "DmlResult",
     "OptimizeResult",
     "SkippedFile",
+    "SparkMerger",
     "StagedOptimize",
     "StagedWrite",
     "WriteResult",
+    "merge",
     "optimize",
     "package_zip",
     "read",
