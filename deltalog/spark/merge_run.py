@@ -61,8 +61,10 @@ from deltalog.spark.merge_scan import (
 from deltalog.spark.read import _batch_rows, spark_schema
 from deltalog.spark.scan import FILES_DDL, describe_files
 from deltalog.stats.predicates import TRUE
+from deltalog.stats.sql_expression import Column as ExprColumn
 from deltalog.stats.sql_expression import Expr
 from deltalog.table import DeltaTable
+from deltalog.write.assignments import Assignment
 from deltalog.write.input_data import schema_of_data, within_table
 from deltalog.write.rewrite_plan import candidate_files, partition_part
 from deltalog.write.row_tracking import refuse_table_rewrite
@@ -469,11 +471,7 @@ def _output_columns(request: MergeRequest, plan: MergePlan, schema: StructType) 
             by_column = {a.column: a for a in resolved.assignments}
             assignment = by_column.get(f.name)
             if assignment is not None:
-                given: Any = (
-                    F.lit(assignment.constant)
-                    if assignment.expression is None
-                    else F.expr(assignment.text)
-                )
+                given = _spark_value(assignment)
             elif resolved.action == "insert":
                 given = F.lit(None)
             else:
@@ -482,6 +480,19 @@ def _output_columns(request: MergeRequest, plan: MergePlan, schema: StructType) 
         column = current if value is None else value.otherwise(current)
         out.append(column.cast(f.dataType).alias(f.name))
     return out
+
+
+def _spark_value(assignment: Assignment) -> SparkColumn:
+    """An assignment's value as a Spark column: a literal, a column, or SQL text."""
+    from pyspark.sql import functions as F
+
+    expression = assignment.expression
+    if expression is None:
+        return F.lit(assignment.constant)
+    if isinstance(expression, ExprColumn):  # a * clause's source column: quoted, any name
+        parts = [p for p in (expression.qualifier, expression.name) if p is not None]
+        return F.col(".".join("`" + p.replace("`", "``") + "`" for p in parts))
+    return F.expr(assignment.text)
 
 
 def _touched_files(tx: Transaction, touched: set[str]) -> pa.Table:
