@@ -20,7 +20,7 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from deltalog import DeltaTable, write_table
+from deltalog import DeltaTable, MultipleSourceRowMatchError, write_table
 from deltalog.spark import SparkMerger
 from deltalog.spark import merge as spark_merge
 
@@ -167,3 +167,32 @@ def test_spark_merge_matches_delta_spark(
         assert mine["operationMetrics"][key] == spark_info["operationMetrics"][key], key
     if dv:  # only the rows taken out are marked: no row is copied
         assert mine["operationMetrics"]["numTargetRowsCopied"] == "0"
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_conditional_duplicate_matches_as_delta_spark(
+    delta_spark: Any, tmp_path: Path, dv: bool
+) -> None:
+    """Every matched pair counts as a match, taken by a clause or not (as delta-spark).
+
+    Two source rows match target row 1 and only one satisfies the clause's condition: both
+    delta-spark and deltalog refuse the merge, and nothing is written.
+    """
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for root in (ours, theirs):
+        _table(root, DV if dv else None, False)
+    source = delta_spark.createDataFrame(
+        [(1, "x", True), (1, "y", False), (2, "z", True)], "id long, s string, ok boolean"
+    )
+    merger = spark_merge(
+        delta_spark, ours, source, "t.id = s.id", source_alias="s", target_alias="t"
+    ).when_matched_update({"s": "s.s"}, "s.ok")
+    with pytest.raises(MultipleSourceRowMatchError):
+        merger.execute()
+    source.createOrReplaceTempView("dup_source")
+    with pytest.raises(Exception, match="DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
+        delta_spark.sql(
+            f"MERGE INTO delta.`{theirs}` t USING dup_source s ON t.id = s.id "
+            "WHEN MATCHED AND s.ok THEN UPDATE SET s = s.s"
+        )
+    assert DeltaTable(ours).version() == DeltaTable(theirs).version() == 2

@@ -347,11 +347,8 @@ def _check_multiple_matches(joined: DataFrame, request: MergeRequest, plan: Merg
     only = plan.matched[0]
     if len(plan.matched) == 1 and only.action == "delete" and only.condition is None:
         return  # the one unconditional delete takes every match
+    # every matched pair counts, whether a clause takes it or not (as delta-spark's check)
     pairs = joined.where(F.col(_TARGET_PRESENT).isNotNull() & F.col(_SOURCE_PRESENT).isNotNull())
-    if not plan.not_matched and not plan.by_source:  # matched-only: pairs some clause takes
-        taking = [r.clause.condition_text for r in plan.matched]
-        if all(t is not None for t in taking):
-            pairs = pairs.where(" OR ".join(f"({t})" for t in taking if t is not None))
     target_columns = [F.col(f"`{request.target_alias}`.`{n}`") for n in plan.target_schema.names]
     many = (
         pairs.groupBy(FILE_COLUMN, POSITION_COLUMN)
