@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.dml.merge_clauses import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause
 from deltalog.dml.results import DmlResult
 from deltalog.errors import (
+    ConflictingOptionsError,
     InvalidExpressionError,
     InvalidInputError,
     InvalidOptionError,
@@ -42,6 +43,7 @@ def merge(
     target_alias: str = "target",
     merge_schema: bool = False,
     storage_options: Mapping[str, str] | None = None,
+    **options: str | bool,
 ) -> SparkMerger:
     """Start a MERGE of ``source`` into the Delta table at ``uri`` (delta-spark's ``merge``).
 
@@ -60,12 +62,30 @@ def merge(
         merge_schema: Add the source's new columns to the table (``UPDATE SET *`` and
             ``INSERT *`` clauses), as delta-spark's ``schema.autoMerge.enabled``.
         storage_options: Log store options, used on the driver and the executors.
+        **options: delta-spark's option ``mergeSchema`` (name in any case; ``True`` or
+            ``"true"``), as its writer takes it.
 
     Raises:
         InvalidPredicateError: ``predicate`` is not text or does not parse.
-        InvalidOptionError: A bad alias, or the same alias twice, or ``merge_schema`` not a
-            bool.
+        InvalidOptionError: A bad alias, or the same alias twice, ``merge_schema`` not a
+            bool, or an unknown option; ``ConflictingOptionsError`` when ``mergeSchema`` and
+            ``merge_schema`` disagree.
     """
+    for key, value in options.items():
+        if key.lower() != "mergeschema":
+            raise InvalidOptionError(
+                f"unknown merge option {key!r}; deltalog.spark.merge takes mergeSchema",
+                option=key,
+            )
+        given = value if isinstance(value, bool) else str(value).strip().lower()
+        if given not in (True, False, "true", "false"):
+            raise InvalidOptionError(f"{key} must be true or false, not {value!r}", option=key)
+        wanted = given in (True, "true")
+        if merge_schema and not wanted:
+            raise ConflictingOptionsError(
+                f"option {key}={value!r} and merge_schema=True disagree", option=key
+            )
+        merge_schema = wanted
     return SparkMerger(
         spark,
         uri,

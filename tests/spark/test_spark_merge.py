@@ -183,7 +183,7 @@ def test_schema_evolution(spark: Any, tmp_path: Path) -> None:
             .execute()
         )
     result = (
-        spark_merge(spark, uri, source, "target.id = source.id", merge_schema=True)
+        spark_merge(spark, uri, source, "target.id = source.id", mergeSchema="true")
         .when_matched_update_all()
         .when_not_matched_insert_all()
         .execute()
@@ -226,6 +226,10 @@ def test_bad_arguments(spark: Any, tmp_path: Path) -> None:
         spark_merge(spark, uri, source, "a.id = a.id", source_alias="a", target_alias="A")
     with pytest.raises(InvalidOptionError):
         spark_merge(spark, uri, source, "target.id = source.id", merge_schema="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidOptionError, match="unknown merge option"):
+        spark_merge(spark, uri, source, "target.id = source.id", replaceWhere="id > 1")
+    with pytest.raises(InvalidOptionError):
+        spark_merge(spark, uri, source, "target.id = source.id", mergeSchema="maybe")
     with pytest.raises(InvalidInputError):
         spark_merge(spark, uri, source, "target.id = source.id").execute()  # no clause
     with pytest.raises(InvalidExpressionError):
