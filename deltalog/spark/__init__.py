@@ -7,12 +7,14 @@ through deltalog's log stores. ``deltalog.spark.read(spark, uri, ...)`` is the d
 ``deltalog.spark.optimize(spark, uri, ...)`` compacts small files the same way (delta-spark's
 ``OPTIMIZE``); ``deltalog.spark.delete(spark, uri, predicate)`` and
 ``deltalog.spark.update(spark, uri, predicate, set)`` are delta-spark's ``DELETE`` and ``UPDATE``,
-scanned and rewritten by the executors. None needs delta-spark's jars. Every function takes
-what Spark runs on first (the session, or the DataFrame to write, which carries its session),
-then the table URI, as delta-spark's ``DeltaTable.forPath(spark, path)`` and
-``df.write.save(path)`` do; a write's mode and partition columns may follow positionally, as in
-``DataFrameWriter.save``. Runs on PySpark 3.5.x and 4.x; needs ``pip install 'deltalog[spark]'``
-(a :class:`~deltalog.errors.MissingExtraError` says so when
+scanned and rewritten by the executors, and ``deltalog.spark.merge(spark, uri, source,
+predicate)`` runs delta-spark's ``MERGE`` (a builder of ``when_...`` clauses, then
+``execute()``). None needs delta-spark's jars. Every function takes what Spark runs on first
+(the session, or the DataFrame to write, which carries its session), then the table URI, as
+delta-spark's ``DeltaTable.forPath(spark, path)`` and ``df.write.save(path)`` do; a write's mode
+and partition columns may follow positionally, as in ``DataFrameWriter.save``. Runs on PySpark
+3.5.x and 4.x; needs ``pip install 'deltalog[spark]'`` (a
+:class:`~deltalog.errors.MissingExtraError` says so when
 PySpark or pandas is missing). Spark's Python workers import deltalog too: install it where
 the executors run, or ship it with ``addPyFile(package_zip())`` (``deltalog.spark.shipping``;
 from a Spark Connect client, ``spark.addArtifacts(str(package_zip()), pyfile=True)``).
@@ -41,6 +43,7 @@ _require_extra()
 
 from deltalog.dml.results import DmlResult  # noqa: E402
 from deltalog.spark.delete import delete  # noqa: E402
+from deltalog.spark.merge import SparkMerger, merge  # noqa: E402
 from deltalog.spark.optimize import (  # noqa: E402
     OptimizeResult,
     SkippedFile,
@@ -58,10 +61,12 @@ __all__ = [
     "DmlResult",
     "OptimizeResult",
     "SkippedFile",
+    "SparkMerger",
     "StagedOptimize",
     "StagedWrite",
     "WriteResult",
     "delete",
+    "merge",
     "optimize",
     "package_zip",
     "read",

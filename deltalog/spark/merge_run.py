@@ -1,0 +1,531 @@
+"""Running a MERGE on Spark: scan, join, check, count, write, commit (delta-spark's semantics).
+
+The driver reads only the log; every row is handled by Spark (DataFrame API only, so Spark
+Connect works too):
+
+1. **Plan**: the merge is analysed by :class:`~deltalog.dml.merge_plan.MergePlan` against the
+   source's schema (no source row is read): unknown or ambiguous columns, bad assignments and
+   a ``*`` clause missing a column are refused before anything runs. ``merge_schema`` evolves
+   the schema as delta-spark's ``autoMerge`` does.
+2. **Scan**: the candidate target files (every live file when a ``NOT MATCHED BY SOURCE``
+   clause exists, else those the condition's target-only part may match, by partition values
+   and statistics) are recorded as read, with the partition part of that predicate as the read
+   predicate (as delta-spark's MERGE reads), and read on the executors
+   (:func:`deltalog.spark.merge_scan.positions_task`) with each row's file and position.
+3. **Join**: Spark joins the scan (aliased as the target) with the source on the merge
+   condition: inner, left, right or full outer, as the clauses (and copy-on-write, which must
+   copy the untouched rows of touched files) need. Each joined row gets the id of the clause
+   that takes it (the first whose condition holds, per kind), evaluated by Spark.
+4. **Checks and counts**: a target row matched by several source rows is refused
+   (:class:`~deltalog.errors.MultipleSourceRowMatchError`, unless the one matched clause is an
+   unconditional delete); one aggregation gives the rows each clause takes per file, hence the
+   touched files and the metrics.
+5. **Write**: a Spark job writes the new rows (updated copies and inserts; with
+   copy-on-write also the kept rows of touched files) with
+   :func:`deltalog.spark.job.run_job`; touched files are removed, or, with deletion vectors
+   enabled, re-committed with a deletion vector naming the rows taken out
+   (:class:`~deltalog.dml.rewrite.RowRewrite`).
+6. **Commit**: one ``MERGE`` commit with delta-spark's parameters and metrics; a conflict
+   raises the named :class:`~deltalog.errors.ConcurrentModificationError` subclass and every
+   file written is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.dml.merge import _metrics
+from deltalog.dml.merge_clauses import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause
+from deltalog.dml.merge_clauses import merge_parameters as clause_parameters
+from deltalog.dml.merge_exec import MergeCounts
+from deltalog.dml.merge_plan import MergePlan, ResolvedClause
+from deltalog.dml.results import DmlResult
+from deltalog.dml.rewrite import RowRewrite, Timer, deletion_vectors_enabled
+from deltalog.errors import AppendOnlyError, MultipleSourceRowMatchError
+from deltalog.protocol.column_mapping import map_new_columns
+from deltalog.protocol.schema import StructType
+from deltalog.read import FileRows, _deleted_rows
+from deltalog.spark.job import run_job
+from deltalog.spark.merge_scan import (
+    FILE_COLUMN,
+    PHYSICAL_COLUMN,
+    POSITION_COLUMN,
+    PositionsPlan,
+    positions_task,
+)
+from deltalog.spark.read import _batch_rows, spark_schema
+from deltalog.spark.scan import FILES_DDL, describe_files
+from deltalog.stats.predicates import TRUE
+from deltalog.stats.sql_expression import Column as ExprColumn
+from deltalog.stats.sql_expression import Expr
+from deltalog.table import DeltaTable
+from deltalog.write.assignments import Assignment
+from deltalog.write.input_data import schema_of_data, within_table
+from deltalog.write.rewrite_plan import candidate_files, partition_part
+from deltalog.write.row_tracking import refuse_table_rewrite
+from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
+from deltalog.write.table_changes import protocol_for_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame, SparkSession
+
+    from deltalog.write.transaction import Transaction
+
+__all__ = ["MergeRequest", "before_commit", "run_merge"]
+
+_TARGET_PRESENT = "__deltalog_merge_t"
+_SOURCE_PRESENT = "__deltalog_merge_s"
+_CLAUSE = "__deltalog_merge_clause"
+#: Clause ids: matched clauses count from 0, by-source ones from here, inserts from ``_INSERT``.
+_BY_SOURCE = 1000
+_INSERT = 2000
+
+
+def before_commit(tx: Transaction) -> None:
+    """A seam: called with the staged transaction just before it commits (tests race here)."""
+
+
+@dataclass(frozen=True)
+class MergeRequest:
+    """A merge as the builder collected it.
+
+    Attributes:
+        uri: The target table URI.
+        source: The source DataFrame.
+        condition_text: The merge condition (Spark SQL).
+        condition: The merge condition, parsed by deltalog (for column checks and pruning).
+        clauses: The WHEN clauses, in the order given.
+        source_alias: The source's alias.
+        target_alias: The target's alias.
+        merge_schema: Evolve the schema with the source's new columns (``*`` clauses).
+        storage_options: Log store options, used on the driver and the executors.
+    """
+
+    uri: str
+    source: DataFrame
+    condition_text: str
+    condition: Expr
+    clauses: Sequence[Clause]
+    source_alias: str
+    target_alias: str
+    merge_schema: bool
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class _Counts:
+    """What the counting pass found: rows per clause, touched files, copies."""
+
+    rows: dict[int, int] = field(default_factory=dict)
+    touched: set[str] = field(default_factory=set)
+    copied: int = 0
+
+
+def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
+    """Run the merge (see the module docstring); what it did.
+
+    Raises:
+        DeltaLogError: Those :meth:`deltalog.spark.merge.SparkMerger.execute` documents.
+    """
+    timer = Timer()
+    options = dict(request.storage_options)
+    table = DeltaTable(request.uri, storage_options=options, background_checkpoints=False)
+    snapshot = table.snapshot
+    snapshot.check_writable()
+    clauses = list(request.clauses)
+    changes_rows = any(c.kind != NOT_MATCHED for c in clauses)
+    if changes_rows and str(snapshot.configuration.get("delta.appendOnly")).lower() == "true":
+        raise AppendOnlyError(
+            "the table is append-only (delta.appendOnly=true): a MERGE may only insert"
+        )
+    source_arrow = _arrow_schema(request.source).empty_table()
+    schema, configuration = _output_schema(request, snapshot, source_arrow.schema)
+    plan = MergePlan(
+        snapshot,
+        source_arrow,
+        request.condition,
+        clauses,
+        target_alias=request.target_alias,
+        source_alias=request.source_alias,
+        output_schema=schema,
+        evolve=request.merge_schema,
+    )
+    use_dvs = deletion_vectors_enabled(snapshot.protocol, snapshot.metadata)
+    if any(c.action == "update" for c in clauses) or (not use_dvs and changes_rows):
+        refuse_table_rewrite(snapshot.protocol, snapshot.metadata, operation="merging into")
+    tx = table.transaction("MERGE", parameters=clause_parameters(request.condition_text, clauses))
+    if schema != snapshot.schema:
+        upgrade = protocol_for_schema(snapshot, schema)
+        if upgrade is not None:
+            tx.update_protocol(upgrade)
+        tx.update_metadata(schema=schema, configuration=configuration)
+    files = _files_read(tx, plan)
+    joined = _joined(spark, table, request, plan, files, options, use_dvs=use_dvs)
+    _check_multiple_matches(joined, request, plan)
+    counts = _count(joined, plan, use_dvs=use_dvs)
+    merge_counts = _merge_counts(counts, plan, request.source.count())
+    merge_counts.scan_ms = timer.lap_ms()
+    rewrite = RowRewrite(
+        table._storage,
+        snapshot,
+        use_deletion_vectors=use_dvs,
+        schema=schema,
+        configuration=configuration,
+    )
+    if not counts.touched and not merge_counts.inserted:
+        metrics = _metrics(rewrite, merge_counts, timer, 0)
+        return DmlResult(snapshot.version, "MERGE", False, metrics)
+    try:
+        rewrite.new_files = _write(
+            joined, table, request, plan, counts, schema, configuration, use_dvs=use_dvs
+        )
+        rewrite.copied_rows = counts.copied if not use_dvs else 0
+        touched = _touched_files(tx, counts.touched)
+        if use_dvs:
+            _mark_deleted(joined, plan, table, rewrite, touched)
+        else:
+            for file in touched.to_pylist():
+                rewrite.remove_whole(file)
+        rewrite.stage(tx)
+        metrics = _metrics(rewrite, merge_counts, timer, 0)
+        before_commit(tx)
+    except BaseException:
+        rewrite.abort()
+        raise
+    version = rewrite.commit(tx, metrics)
+    return DmlResult(version, "MERGE", True, metrics)
+
+
+# ---------------------------------------------------------------------- planning
+def _arrow_schema(source: DataFrame) -> pa.Schema:
+    """The source's schema in Arrow (for the plan's checks; no row is read)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(source.schema)
+
+
+def _output_schema(
+    request: MergeRequest, snapshot: Any, source: pa.Schema
+) -> tuple[StructType, dict[str, str]]:
+    """The schema rows are written with, and the configuration, evolved with ``merge_schema``.
+
+    Raises:
+        SchemaEvolutionError: The source's columns cannot be added.
+    """
+    schema = snapshot.schema
+    configuration = {k: v for k, v in snapshot.configuration.items() if v is not None}
+    if not (request.merge_schema and any(c.star for c in request.clauses)):
+        return schema, configuration
+    merged = merge_schemas(
+        snapshot.schema,
+        within_table(schema_of_data(source), snapshot.schema),
+        partition_columns=snapshot.partition_columns,
+        type_widening=type_widening_enabled(snapshot.protocol, snapshot.metadata),
+    )
+    if merged == snapshot.schema:
+        return schema, configuration
+    evolved, mapped = map_new_columns(merged, configuration, previous=snapshot.configuration)
+    return evolved, dict(mapped)
+
+
+def _files_read(tx: Transaction, plan: MergePlan) -> pa.Table:
+    """The candidate files, recorded as read as delta-spark's MERGE records them."""
+    snapshot = tx.snapshot
+    if plan.by_source:
+        return tx.read_whole_table()
+    predicate = plan.target_predicate()
+    files = snapshot.files if predicate is None else candidate_files(snapshot, predicate)
+    read = TRUE if predicate is None else partition_part(predicate, snapshot.partition_columns)
+    tx.track_files_read(files, predicate=read)
+    return files
+
+
+# ---------------------------------------------------------------------- the join
+def _joined(
+    spark: SparkSession,
+    table: DeltaTable,
+    request: MergeRequest,
+    plan: MergePlan,
+    files: pa.Table,
+    options: dict[str, str],
+    *,
+    use_dvs: bool,
+) -> DataFrame:
+    """Target scan joined with the source, with the id of the clause taking each row."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField
+
+    snapshot = table.snapshot
+    schema = snapshot.schema
+    names = list(schema.names)
+    scan = PositionsPlan(
+        uri=table.uri,
+        storage_options=options,
+        table_schema=schema.to_json_string(),
+        partition_columns=tuple(snapshot.partition_columns),
+        columns=tuple(names),
+        batch_rows=_batch_rows(spark),
+    )
+    out = spark_schema(schema, names)
+    for name, kind in (
+        (FILE_COLUMN, StringType()),
+        (POSITION_COLUMN, LongType()),
+        (PHYSICAL_COLUMN, LongType()),
+    ):
+        out = out.add(StructField(name, kind, True))
+    descriptors = spark.createDataFrame(describe_files(files), FILES_DDL)
+    target = descriptors.mapInArrow(lambda batches: positions_task(scan, batches), out)
+    target = target.withColumn(_TARGET_PRESENT, F.lit(True))
+    source = request.source.withColumn(_SOURCE_PRESENT, F.lit(True))
+    keep_target = bool(plan.by_source) or (not use_dvs and bool(plan.matched))
+    keep_source = bool(plan.not_matched)
+    how = {
+        (False, False): "inner",
+        (True, False): "left",
+        (False, True): "right",
+        (True, True): "full",
+    }[(keep_target, keep_source)]
+    joined = target.alias(request.target_alias).join(
+        source.alias(request.source_alias), F.expr(request.condition_text), how
+    )
+    return joined.withColumn(_CLAUSE, _clause_ids(plan))
+
+
+def _clause_ids(plan: MergePlan) -> SparkColumn:
+    """The id of the clause taking each joined row (null: none; an untouched target row)."""
+    from pyspark.sql import functions as F
+
+    in_target = F.col(_TARGET_PRESENT).isNotNull()
+    in_source = F.col(_SOURCE_PRESENT).isNotNull()
+    sides = (
+        (plan.matched, in_target & in_source, 0),
+        (plan.by_source, in_target & ~in_source, _BY_SOURCE),
+        (plan.not_matched, ~in_target & in_source, _INSERT),
+    )
+    chosen: Any = None
+    for resolved_clauses, where, base in sides:
+        for i, resolved in enumerate(resolved_clauses):
+            condition = where
+            if resolved.clause.condition_text is not None:
+                condition = condition & F.expr(resolved.clause.condition_text)
+            chosen = (F if chosen is None else chosen).when(condition, F.lit(base + i))
+    return F.lit(None).cast("int") if chosen is None else chosen
+
+
+def _ids(
+    plan: MergePlan, action: str, kinds: Sequence[str] = (MATCHED, NOT_MATCHED_BY_SOURCE)
+) -> list[int]:
+    """Ids of the clauses of ``kinds`` doing ``action``."""
+    out = []
+    for kind, resolved_clauses, base in (
+        (MATCHED, plan.matched, 0),
+        (NOT_MATCHED_BY_SOURCE, plan.by_source, _BY_SOURCE),
+        (NOT_MATCHED, plan.not_matched, _INSERT),
+    ):
+        if kind in kinds:
+            out += [base + i for i, r in enumerate(resolved_clauses) if r.action == action]
+    return out
+
+
+# ---------------------------------------------------------------------- checks and counts
+def _check_multiple_matches(joined: DataFrame, request: MergeRequest, plan: MergePlan) -> None:
+    """Refuse a target row matched by several source rows (delta-spark's rule).
+
+    Raises:
+        MultipleSourceRowMatchError: Naming the first such row.
+    """
+    from pyspark.sql import functions as F
+
+    if not plan.matched:
+        return
+    only = plan.matched[0]
+    if len(plan.matched) == 1 and only.action == "delete" and only.condition is None:
+        return  # the one unconditional delete takes every match
+    # every matched pair counts, whether a clause takes it or not (as delta-spark's check)
+    pairs = joined.where(F.col(_TARGET_PRESENT).isNotNull() & F.col(_SOURCE_PRESENT).isNotNull())
+    target_columns = [F.col(f"`{request.target_alias}`.`{n}`") for n in plan.target_schema.names]
+    many = (
+        pairs.groupBy(FILE_COLUMN, POSITION_COLUMN)
+        .agg(F.count(F.lit(1)).alias("n"), F.first(F.struct(*target_columns)).alias("row"))
+        .where(F.col("n") > 1)
+        .limit(1)
+        .collect()
+    )
+    if not many:
+        return
+    first = many[0]
+    values = first["row"].asDict(recursive=True)
+    raise MultipleSourceRowMatchError(
+        f"the target row {values} (in {first[FILE_COLUMN]}) is matched by {first['n']} source "
+        "rows: which one updates it is ambiguous, as delta-spark refuses it. Deduplicate the "
+        "source, or make the merge condition match at most one source row per target row. "
+        "Nothing was written.",
+        target_row=values,
+        matches=int(first["n"]),
+    )
+
+
+def _count(joined: DataFrame, plan: MergePlan, *, use_dvs: bool) -> _Counts:
+    """Rows each clause takes, the files touched, and (copy-on-write) the rows copied."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        joined.groupBy(_CLAUSE, FILE_COLUMN)
+        .agg(F.count(F.lit(1)).alias("n"), F.countDistinct(POSITION_COLUMN).alias("d"))
+        .collect()
+    )
+    changing = set(_ids(plan, "update") + _ids(plan, "delete"))
+    counts = _Counts()
+    untouched: dict[str, int] = {}
+    for row in rows:
+        clause, path = row[_CLAUSE], row[FILE_COLUMN]
+        if clause is None:
+            if path is not None:
+                untouched[path] = untouched.get(path, 0) + int(row["n"])
+            continue
+        # a target row is counted once however many source rows matched it
+        taken = int(row["n"]) if clause >= _INSERT else int(row["d"])
+        counts.rows[clause] = counts.rows.get(clause, 0) + taken
+        if clause in changing and path is not None:
+            counts.touched.add(path)
+    if not use_dvs:
+        counts.copied = sum(n for path, n in untouched.items() if path in counts.touched)
+    return counts
+
+
+def _merge_counts(counts: _Counts, plan: MergePlan, source_rows: int) -> MergeCounts:
+    def total(ids: list[int]) -> int:
+        return sum(counts.rows.get(i, 0) for i in ids)
+
+    return MergeCounts(
+        source_rows=source_rows,
+        inserted=total(_ids(plan, "insert", (NOT_MATCHED,))),
+        matched_updated=total(_ids(plan, "update", (MATCHED,))),
+        matched_deleted=total(_ids(plan, "delete", (MATCHED,))),
+        by_source_updated=total(_ids(plan, "update", (NOT_MATCHED_BY_SOURCE,))),
+        by_source_deleted=total(_ids(plan, "delete", (NOT_MATCHED_BY_SOURCE,))),
+    )
+
+
+# ---------------------------------------------------------------------- writing
+def _write(
+    joined: DataFrame,
+    table: DeltaTable,
+    request: MergeRequest,
+    plan: MergePlan,
+    counts: _Counts,
+    schema: StructType,
+    configuration: Mapping[str, str],
+    *,
+    use_dvs: bool,
+) -> list[Any]:
+    """Write the new rows (and, copy-on-write, the kept rows of touched files); their adds."""
+    from pyspark.sql import functions as F
+
+    clause = F.col(_CLAUSE)
+    written_ids = _ids(plan, "update") + _ids(plan, "insert", (NOT_MATCHED,))
+    wanted = clause.isin(written_ids) if written_ids else F.lit(False)
+    if not use_dvs and counts.touched:
+        kept = F.col(FILE_COLUMN).isin(sorted(counts.touched)) & clause.isNull()
+        wanted = wanted | kept
+    rows = joined.where(wanted).select(*_output_columns(request, plan, schema))
+    return run_job(
+        rows,
+        table.uri,
+        schema,
+        list(table.snapshot.partition_columns),
+        configuration,
+        list(schema.names),
+        dict(request.storage_options),
+    )
+
+
+def _output_columns(request: MergeRequest, plan: MergePlan, schema: StructType) -> list[Any]:
+    """Each output column: the value the row's clause gives it, else the target's (or null)."""
+    from pyspark.sql import functions as F
+
+    spark_types = spark_schema(schema, list(schema.names))
+    target_names = set(plan.target_schema.names)
+    clause = F.col(_CLAUSE)
+    writing: list[tuple[int, ResolvedClause]] = [
+        (i, r) for i, r in enumerate(plan.matched) if r.action == "update"
+    ]
+    writing += [(_BY_SOURCE + i, r) for i, r in enumerate(plan.by_source) if r.action == "update"]
+    writing += [(_INSERT + i, r) for i, r in enumerate(plan.not_matched)]
+    out = []
+    for f in spark_types.fields:
+        current = (
+            F.col(f"`{request.target_alias}`.`{f.name}`") if f.name in target_names else F.lit(None)
+        )
+        value: Any = None
+        for ident, resolved in writing:
+            by_column = {a.column: a for a in resolved.assignments}
+            assignment = by_column.get(f.name)
+            if assignment is not None:
+                given = _spark_value(assignment)
+            elif resolved.action == "insert":
+                given = F.lit(None)
+            else:
+                continue  # an update keeps the target's value
+            value = (F if value is None else value).when(clause == F.lit(ident), given)
+        column = current if value is None else value.otherwise(current)
+        out.append(column.cast(f.dataType).alias(f.name))
+    return out
+
+
+def _spark_value(assignment: Assignment) -> SparkColumn:
+    """An assignment's value as a Spark column: a literal, a column, or SQL text."""
+    from pyspark.sql import functions as F
+
+    expression = assignment.expression
+    if expression is None:
+        return F.lit(assignment.constant)
+    if isinstance(expression, ExprColumn):  # a * clause's source column: quoted, any name
+        parts = [p for p in (expression.qualifier, expression.name) if p is not None]
+        return F.col(".".join("`" + p.replace("`", "``") + "`" for p in parts))
+    return F.expr(assignment.text)
+
+
+def _touched_files(tx: Transaction, touched: set[str]) -> pa.Table:
+    """The snapshot's rows (with statistics) of the touched files."""
+    files = tx.snapshot.files
+    if not touched:
+        return files.slice(0, 0)
+    mask = pc.is_in(files.column("path"), value_set=pa.array(sorted(touched), pa.string()))
+    return files.filter(mask)
+
+
+def _mark_deleted(
+    joined: DataFrame, plan: MergePlan, table: DeltaTable, rewrite: RowRewrite, touched: pa.Table
+) -> None:
+    """Add the positions of the rows taken out to each touched file's deletion vector."""
+    from pyspark.sql import functions as F
+
+    changing = _ids(plan, "update") + _ids(plan, "delete")
+    found = (
+        joined.where(F.col(_CLAUSE).isin(changing))
+        .groupBy(FILE_COLUMN)
+        .agg(
+            F.collect_set(POSITION_COLUMN).alias("positions"),
+            F.first(PHYSICAL_COLUMN).alias("physical"),
+        )
+        .collect()
+    )
+    by_path = {row[FILE_COLUMN]: row for row in found}
+    storage = table._storage
+    for file in touched.to_pylist():
+        row = by_path[file["path"]]
+        physical = int(row["physical"])
+        descriptor = file.get("deletion_vector")
+        deleted = None if descriptor is None else _deleted_rows(storage, descriptor, physical)
+        live = physical - (0 if deleted is None else len(deleted))
+        taken = pa.array(sorted(row["positions"]), pa.int64())
+        stand_in = pa.table({"live": pa.nulls(live, pa.int8())})  # only its length is read
+        rows = FileRows(stand_in, taken, physical, deleted)
+        rewrite.change_positions(file, rows, taken)
