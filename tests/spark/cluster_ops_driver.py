@@ -85,6 +85,34 @@ def optimize() -> dict[str, Any]:
     }
 
 
+def merge() -> dict[str, Any]:
+    """Ids 90-99 matched and deleted, 100-109 inserted: the join runs on the executors."""
+    source = _frame(90, 110)
+    result = (
+        deltalog.spark.merge(spark, TABLE, source, "target.id = source.id")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    return {
+        "deleted": result["numTargetRowsDeleted"],
+        "inserted": result["numTargetRowsInserted"],
+        "ids": _ids(),
+        "read_after": deltalog.spark.read(spark, TABLE).count(),
+    }
+
+
+def delete_update() -> dict[str, Any]:
+    """A delete and an update scanned on the executors."""
+    deleted = deltalog.spark.delete(spark, TABLE, "id >= 105")
+    updated = deltalog.spark.update(spark, TABLE, "id < 5", {"id": "id + 1000"})
+    return {
+        "deleted": deleted["numDeletedRows"],
+        "updated": updated["numUpdatedRows"],
+        "ids": _ids(),
+    }
+
+
 def executors_import() -> dict[str, Any]:
     """Where the executors' Python workers imported deltalog from."""
     where = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("deltalog").__file__)
@@ -109,12 +137,13 @@ def replace_where_without_deltalog() -> dict[str, Any]:
     return {}
 
 
-#: The steps a test may ask for. MERGE: add a ``merge`` step here (and its case in
-#: test_cluster_ops.py's CLUSTER_STEPS) once deltalog.spark.merge lands.
+#: The steps a test may ask for.
 STEPS: dict[str, Callable[[], dict[str, Any]]] = {
     "write": write,
     "read": read,
     "optimize": optimize,
+    "merge": merge,
+    "delete_update": delete_update,
     "executors_import": executors_import,
     "seed_driver_side": seed_driver_side,
     "write_without_deltalog": write_without_deltalog,

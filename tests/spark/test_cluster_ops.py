@@ -83,16 +83,28 @@ def _check_optimize(result: dict[str, Any]) -> None:
     assert result["read_after"] == 100
 
 
+def _check_merge(result: dict[str, Any]) -> None:
+    assert (_ok(result)["deleted"], result["inserted"]) == (10, 10)
+    assert result["ids"] == [*range(90), *range(100, 110)]
+    assert result["read_after"] == 100
+
+
+def _check_delete_update(result: dict[str, Any]) -> None:
+    assert (_ok(result)["deleted"], result["updated"]) == (5, 5)
+    assert result["ids"] == [*range(5, 90), *range(100, 105), *range(1000, 1005)]
+
+
 def _check_executors_import(result: dict[str, Any]) -> None:
     assert _ok(result)["file"] == str(ROOT / "deltalog" / "__init__.py")
 
 
 #: (step of cluster_ops_driver.py, its check), run in this order on one table.
-#: MERGE: add ("merge", _check_merge) here (and the step in the driver) once merge lands.
 CLUSTER_STEPS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("write", _check_write),
     ("read", _check_read),
     ("optimize", _check_optimize),
+    ("merge", _check_merge),
+    ("delete_update", _check_delete_update),
     ("executors_import", _check_executors_import),
 ]
 

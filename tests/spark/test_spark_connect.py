@@ -8,8 +8,8 @@ driver-side commit runs here, in the client process; the tables are checked with
 :class:`deltalog.DeltaTable`, independent of Spark.
 
 Table operations are one parametrised list (:data:`OPERATIONS`): a case seeds a table, runs one
-operation over Connect and names the ids the table holds after; merge joins
-that list when it lands.
+operation over Connect (write, overwrite, replace_where, optimize, delete, update, merge) and
+names the ids the table holds after.
 
 The server ships with PySpark 4 (``pyspark/jars/spark-connect_2.13-*.jar``); pip's PySpark 3.5
 has no server jar, so on the 3.5 line :mod:`connect_server` loads it from Maven Central (the
@@ -108,6 +108,17 @@ def _update(spark: Any, uri: str) -> None:
     assert result["num_updated_rows"] == 2
 
 
+def _merge(spark: Any, uri: str) -> None:  # the join and the rewrite on the executors
+    source = spark.range(8, 12, numPartitions=1).selectExpr("id", "id % 2 AS p")
+    result = (
+        deltalog.spark.merge(spark, uri, source, "target.id = source.id")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (result["numTargetRowsDeleted"], result["numTargetRowsInserted"]) == (2, 2)
+
+
 #: (operation, the ids after it); each case starts from :func:`_seed`'s ids 0-9.
 OPERATIONS: list[Any] = [
     pytest.param(_append, [*range(10), *range(10, 14)], id="append"),
@@ -117,6 +128,7 @@ OPERATIONS: list[Any] = [
     pytest.param(_optimize, list(range(10)), id="optimize"),
     pytest.param(_delete, [0, 1, 2, 3, 4, 5, 6, 8], id="delete"),
     pytest.param(_update, [*range(2, 10), 100, 101], id="update"),
+    pytest.param(_merge, [*range(8), 10, 11], id="merge"),
 ]
 
 
