@@ -112,7 +112,7 @@ def cmd_compat(args: argparse.Namespace) -> int:
         options[key.strip()] = value
     engines: list[Any] | None = list(args.engine) if args.engine else None
     if args.engine_command:
-        from deltalog.compat.engines import builtin_engines
+        from deltalog.compat.registry import builtin_engines
 
         engines = (engines or list(builtin_engines())) + [
             CommandEngine.parse(spec) for spec in args.engine_command

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from deltalog.compat.diff import compare_observations
-from deltalog.compat.engines import Engine, EngineRun, builtin_engines, run_engine
+from deltalog.compat.engines import Engine, EngineRun, run_engine
 from deltalog.compat.model import EngineStatus, Outcome, TableResult
+from deltalog.compat.registry import builtin_engines
 from deltalog.compat.report import CompatReport
 
 Versions = str | Iterable[int] | None
@@ -114,16 +116,27 @@ def compare(
         requests.append({"uri": u, "versions": wanted})
         results.extend(TableResult(u, v) for v in wanted)
     statuses: list[EngineStatus] = []
-    runs: list[EngineRun] = []
+    available = []
     for engine in chosen:
         why = engine.unavailable()
         if why is not None:
             statuses.append(EngineStatus(engine.name, "skipped", why, engine.name in required))
-            continue
-        run = run_engine(engine, requests, storage_options) if requests else EngineRun(engine)
-        runs.append(run)
+        else:
+            available.append(engine)
+    # The engines run side by side: each is its own process, mostly waiting on a JVM or I/O.
+    with ThreadPoolExecutor(max_workers=max(1, len(available))) as pool:
+        runs = list(
+            pool.map(
+                lambda e: run_engine(e, requests, storage_options) if requests else EngineRun(e),
+                available,
+            )
+        )
+    for run in runs:
+        engine = run.engine
         state, detail = ("crashed", run.crash) if run.crash else ("ran", engine.describe())
         statuses.append(EngineStatus(engine.name, state, detail, engine.name in required))
+    order = [e.name for e in chosen]
+    statuses.sort(key=lambda s: order.index(s.name))
     for result in results:
         if result.problem is not None:
             continue

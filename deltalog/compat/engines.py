@@ -42,6 +42,8 @@ class Engine:
     name: str = ""
     #: What to install when the engine is missing.
     how_to_get: str = ""
+    #: Whether its probe can append (``{"uri", "append": true}`` requests): the write probe.
+    can_append: bool = False
 
     def unavailable(self) -> str | None:
         """Why the engine cannot run here (with how to get it), or ``None``."""
@@ -62,6 +64,8 @@ class Engine:
 
 class PythonEngine(Engine):
     """deltalog or delta-rs, observed by :mod:`deltalog.compat.probe_main`."""
+
+    can_append = True
 
     def __init__(self, name: str, module: str, dist: str, how_to_get: str) -> None:
         self.name = name
@@ -152,8 +156,12 @@ def run_engine(
         }
         request.write_bytes(orjson.dumps(body))
         try:
+            argv = engine.command(request, output)
+        except Exception as exc:
+            return EngineRun(engine, crash=f"could not be set up: {type(exc).__name__}: {exc}")
+        try:
             done = subprocess.run(
-                engine.command(request, output),
+                argv,
                 env=engine.environment(),
                 capture_output=True,
                 timeout=timeout,
@@ -173,12 +181,3 @@ def run_engine(
         except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
             return EngineRun(engine, crash=f"no readable results ({exc}): {tail}")
         return EngineRun(engine, results)
-
-
-def builtin_engines() -> dict[str, Engine]:
-    """The engines ``compat`` knows, by name, in report order."""
-    engines: list[Engine] = [
-        PythonEngine("deltalog", "deltalog", "deltalog", "pip install deltalog"),
-        PythonEngine("delta-rs", "deltalake", "deltalake", "pip install deltalake"),
-    ]
-    return {e.name: e for e in engines}
