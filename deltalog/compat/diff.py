@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from deltalog.compat.canon import partition_values
-from deltalog.compat.limits import KNOWN, Limitation, explain
+from deltalog.compat.limits import KNOWN, Limitation, explain, explain_difference
 from deltalog.compat.model import FIELDS, Difference, Outcome, TableResult
 from deltalog.compat.observe import relative_path
 
@@ -26,10 +26,11 @@ def normalise(observation: Mapping[str, Any], table: str) -> dict[str, Any]:
     """``observation`` in comparable form (see the module docstring)."""
     out = dict(observation)
     schema = out.get("schema")
+    encoded = out.pop("pathEncoding", None) == "uri"
     if isinstance(out.get("files"), list):
         files = [
             {
-                "path": relative_path(str(f["path"]), table),
+                "path": relative_path(str(f["path"]), table, encoded),
                 "size": int(f["size"]),
                 "partitionValues": partition_values(
                     f.get("partitionValues") or {}, schema if isinstance(schema, dict) else None
@@ -132,7 +133,7 @@ def compare_observations(
     for engine in observations:
         result.outcomes[engine] = Outcome("ok")
     for engine, message in refusals.items():
-        limitation = explain(engine, features, message, None, known)
+        limitation = explain(engine, features, message, known)
         if limitation is not None:
             result.outcomes[engine] = Outcome("known", f"{limitation.reason} ({message})")
         else:
@@ -149,9 +150,13 @@ def compare_observations(
         described = [(names, describe(field, seen[names[0]], reference)) for names in ordered]
         why = None
         if len(ordered) == 2:  # one engine apart from the rest: is that a listed limitation?
-            for names, text in described:
-                limitation = explain(names[0], features, text, field, known)
-                if len(names) == 1 and limitation is not None:
+            for alone, rest in ((ordered[0], ordered[1]), (ordered[1], ordered[0])):
+                if len(alone) != 1:
+                    continue
+                limitation = explain_difference(
+                    alone[0], features, field, seen[alone[0]], seen[rest[0]], known
+                )
+                if limitation is not None:
                     why = limitation.reason
         result.differences.append(Difference(field, described, why))
     return result

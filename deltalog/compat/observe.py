@@ -3,7 +3,8 @@
 Both run inside a probe process (:mod:`deltalog.compat.probe_main`), never in the caller's:
 an engine that crashes takes only its own process down. An observation is a JSON object:
 
-``version``; ``protocol`` (``minReaderVersion``, ``minWriterVersion``, ``readerFeatures``,
+``version``; ``pathEncoding`` (``uri`` when file paths are as the log holds them, else they
+are decoded); ``protocol`` (``minReaderVersion``, ``minWriterVersion``, ``readerFeatures``,
 ``writerFeatures``, features sorted, absent ones as ``[]``); ``schema`` (the parsed schema
 string); ``partitionColumns``; ``configuration``; ``files`` (``path`` relative to the table and
 percent-decoded, ``size``, ``partitionValues`` as protocol strings), sorted by path; ``rows``;
@@ -24,15 +25,21 @@ import pyarrow as pa
 from deltalog.compat.canon import column_checksums, partition_values
 
 
-def relative_path(path: str, root: str) -> str:
-    """A file's path relative to the table root, percent-decoded (absolute paths as given)."""
-    decoded = unquote(path)
+def relative_path(path: str, root: str, encoded: bool = False) -> str:
+    """A file's path relative to the table root, decoded.
+
+    ``encoded``: the path is as the log holds it (a URI reference, percent-encoded), as
+    delta-spark and Kernel report it; deltalog and delta-rs report decoded paths. An absolute
+    URI (``file:///...``) is always encoded.
+    """
+    if encoded or "://" in path:
+        path = unquote(path)
     for base in {root, unquote(root)}:
         for prefix in (base, urlparse(base).path if "://" in base else f"file://{base}"):
             prefix = prefix.rstrip("/") + "/"
-            if prefix != "/" and decoded.startswith(prefix):
-                return decoded[len(prefix) :]
-    return decoded
+            if prefix != "/" and path.startswith(prefix):
+                return path[len(prefix) :]
+    return path
 
 
 def protocol_view(

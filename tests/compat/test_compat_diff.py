@@ -83,10 +83,38 @@ def test_partition_values_are_normalised_protocol_strings_by_logical_name() -> N
     assert partition_values({"p": "not a date"}, SCHEMA) == {"p": "not a date"}
 
 
-def test_paths_are_relative_and_decoded() -> None:
+def test_paths_are_relative_and_decoded_once() -> None:
     assert relative_path("file:///t/a%20b/x.parquet", "/t") == "a b/x.parquet"
-    assert relative_path("/t/a%20b/x.parquet", "file:///t") == "a b/x.parquet"
-    assert relative_path("a%3Ab/x.parquet", "/t") == "a:b/x.parquet"
+    assert relative_path("/t/a b/x.parquet", "file:///t") == "a b/x.parquet"
+    # deltalog and delta-rs report decoded paths; a directory may hold a literal %3A
+    assert relative_path("d=1%3A2/x.parquet", "/t") == "d=1%3A2/x.parquet"
+    # delta-spark and Kernel report the log's (encoded) path
+    assert relative_path("d=1%253A2/x.parquet", "/t", encoded=True) == "d=1%3A2/x.parquet"
+
+
+def test_encoded_and_decoded_paths_of_one_file_agree() -> None:
+    decoded = observation(files=[{"path": "d=1%3A2/x", "size": 1, "partitionValues": {}}])
+    encoded = observation(
+        pathEncoding="uri", files=[{"path": "d=1%253A2/x", "size": 1, "partitionValues": {}}]
+    )
+    result = compare_observations(TableResult("/t", None), {"a": decoded, "b": encoded}, {})
+    assert result.agree and not result.differences
+
+
+def test_kernel_schema_spelling_is_a_known_difference_only_where_listed() -> None:
+    field = {"name": "c", "type": "string", "nullable": True, "metadata": {}}
+    spark = {**field, "metadata": {"__COLLATIONS": {"c": "spark.UTF8_LCASE"}}}
+    kernel = {**field, "metadata": {"__COLLATIONS": {"c": "SPARK.UTF8_LCASE"}}}
+    features = {"readerFeatures": [], "writerFeatures": ["collations"]}
+    raw = {
+        "a": observation(protocol=features, schema={"type": "struct", "fields": [spark]}),
+        "kernel": observation(protocol=features, schema={"type": "struct", "fields": [kernel]}),
+    }
+    result = compare_observations(TableResult("/t", None), raw, {})
+    assert result.agree and result.differences[0].known is not None
+    other = {**field, "metadata": {"__COLLATIONS": {"c": "ICU.UNICODE"}}}
+    raw["kernel"] = observation(protocol=features, schema={"type": "struct", "fields": [other]})
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree
 
 
 def test_equal_observations_agree_after_normalising() -> None:

@@ -89,7 +89,9 @@ public final class CompatKernelProbe {
         entry.set("version", version);
         String spec = version.isNull() ? "latest" : "v:" + version.asLong();
         try {
-          entry.set("observation", read(engine, path, spec));
+          ObjectNode observation = read(engine, path, spec);
+          observation.put("pathEncoding", "uri");
+          entry.set("observation", observation);
         } catch (Exception | LinkageError e) {
           ObjectNode error = entry.putObject("error");
           error.put("type", e.getClass().getSimpleName());
