@@ -26,11 +26,11 @@ def normalise(observation: Mapping[str, Any], table: str) -> dict[str, Any]:
     """``observation`` in comparable form (see the module docstring)."""
     out = dict(observation)
     schema = out.get("schema")
-    encoded = out.pop("pathEncoding", None) == "uri"
+    out.pop("pathEncoding", None)  # written by older probes
     if isinstance(out.get("files"), list):
         files = [
             {
-                "path": relative_path(str(f["path"]), table, encoded),
+                "path": relative_path(str(f["path"]), table),
                 "size": int(f["size"]),
                 "partitionValues": partition_values(
                     f.get("partitionValues") or {}, schema if isinstance(schema, dict) else None

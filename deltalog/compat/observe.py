@@ -3,11 +3,11 @@
 Both run inside a probe process (:mod:`deltalog.compat.probe_main`), never in the caller's:
 an engine that crashes takes only its own process down. An observation is a JSON object:
 
-``version``; ``pathEncoding`` (``uri`` when file paths are as the log holds them, else they
-are decoded); ``protocol`` (``minReaderVersion``, ``minWriterVersion``, ``readerFeatures``,
+``version``; ``protocol`` (``minReaderVersion``, ``minWriterVersion``, ``readerFeatures``,
 ``writerFeatures``, features sorted, absent ones as ``[]``); ``schema`` (the parsed schema
-string); ``partitionColumns``; ``configuration``; ``files`` (``path`` relative to the table and
-percent-decoded, ``size``, ``partitionValues`` as protocol strings), sorted by path; ``rows``;
+string); ``partitionColumns``; ``configuration``; ``files`` (``path`` as the log holds it,
+percent-encoded: :func:`relative_path` decodes it once; ``size``; ``partitionValues`` as
+protocol strings), sorted by path; ``rows``;
 ``columns`` (:func:`deltalog.compat.canon.column_checksums`); ``history`` (``version``,
 ``operation``, ``inCommitTimestamp``), oldest first, of the latest version only (delta-rs
 numbers the history of a time-travelled table from the loaded version down).
@@ -25,21 +25,18 @@ import pyarrow as pa
 from deltalog.compat.canon import column_checksums, partition_values
 
 
-def relative_path(path: str, root: str, encoded: bool = False) -> str:
-    """A file's path relative to the table root, decoded.
+def relative_path(path: str, root: str) -> str:
+    """A file's path as the log holds it (percent-encoded), decoded once, relative to the table.
 
-    ``encoded``: the path is as the log holds it (a URI reference, percent-encoded), as
-    delta-spark and Kernel report it; deltalog and delta-rs report decoded paths. An absolute
-    URI (``file:///...``) is always encoded.
+    An absolute URI under the table root loses the root.
     """
-    if encoded or "://" in path:
-        path = unquote(path)
+    decoded = unquote(path)
     for base in {root, unquote(root)}:
         for prefix in (base, urlparse(base).path if "://" in base else f"file://{base}"):
             prefix = prefix.rstrip("/") + "/"
-            if prefix != "/" and path.startswith(prefix):
-                return path[len(prefix) :]
-    return path
+            if prefix != "/" and decoded.startswith(prefix):
+                return decoded[len(prefix) :]
+    return decoded
 
 
 def protocol_view(
@@ -79,7 +76,7 @@ def observe_deltalog(
     metadata = table.metadata()
     files = [
         {
-            "path": relative_path(f["path"], table.uri),
+            "path": f["path"],
             "size": f["size"],
             "partitionValues": dict(f["partition_values"] or []),
         }
@@ -119,7 +116,7 @@ def observe_delta_rs(
     for i, f in enumerate(adds.select(["path", "size_bytes"]).to_pylist()):
         files.append(
             {
-                "path": relative_path(f["path"], uri),
+                "path": f["path"],
                 "size": f["size_bytes"],
                 "partitionValues": dict((parts[i] if parts else None) or {}),
             }

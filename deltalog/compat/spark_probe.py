@@ -137,7 +137,6 @@ def observe(spark: Any, uri: str, version: int | None) -> dict[str, Any]:
     data = _arrow(reader.load(path))
     configuration = dict(metadata.get("configuration") or {})
     out: dict[str, Any] = {
-        "pathEncoding": "uri",
         "version": int(snap.version()),
         "protocol": protocol_view(
             protocol["minReaderVersion"],

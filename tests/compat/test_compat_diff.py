@@ -83,21 +83,19 @@ def test_partition_values_are_normalised_protocol_strings_by_logical_name() -> N
     assert partition_values({"p": "not a date"}, SCHEMA) == {"p": "not a date"}
 
 
-def test_paths_are_relative_and_decoded_once() -> None:
+def test_paths_as_the_log_holds_them_are_decoded_once() -> None:
     assert relative_path("file:///t/a%20b/x.parquet", "/t") == "a b/x.parquet"
-    assert relative_path("/t/a b/x.parquet", "file:///t") == "a b/x.parquet"
-    # deltalog and delta-rs report decoded paths; a directory may hold a literal %3A
-    assert relative_path("d=1%3A2/x.parquet", "/t") == "d=1%3A2/x.parquet"
-    # delta-spark and Kernel report the log's (encoded) path
-    assert relative_path("d=1%253A2/x.parquet", "/t", encoded=True) == "d=1%3A2/x.parquet"
+    assert relative_path("/t/a%20b/x.parquet", "file:///t") == "a b/x.parquet"
+    # a directory named d=1%3A2 (Hive-escaped ':') is d=1%253A2 in the log
+    assert relative_path("d=1%253A2/x.parquet", "/t") == "d=1%3A2/x.parquet"
 
 
-def test_encoded_and_decoded_paths_of_one_file_agree() -> None:
-    decoded = observation(files=[{"path": "d=1%3A2/x", "size": 1, "partitionValues": {}}])
-    encoded = observation(
-        pathEncoding="uri", files=[{"path": "d=1%253A2/x", "size": 1, "partitionValues": {}}]
+def test_a_relative_and_an_absolute_path_of_one_file_agree() -> None:
+    relative = observation(files=[{"path": "d=1%253A2/x", "size": 1, "partitionValues": {}}])
+    absolute = observation(
+        files=[{"path": "file:///t/d=1%253A2/x", "size": 1, "partitionValues": {}}]
     )
-    result = compare_observations(TableResult("/t", None), {"a": decoded, "b": encoded}, {})
+    result = compare_observations(TableResult("/t", None), {"a": relative, "b": absolute}, {})
     assert result.agree and not result.differences
 
 

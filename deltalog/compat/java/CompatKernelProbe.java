@@ -89,9 +89,7 @@ public final class CompatKernelProbe {
         entry.set("version", version);
         String spec = version.isNull() ? "latest" : "v:" + version.asLong();
         try {
-          ObjectNode observation = read(engine, path, spec);
-          observation.put("pathEncoding", "uri");
-          entry.set("observation", observation);
+          entry.set("observation", read(engine, path, spec));
         } catch (Exception | LinkageError e) {
           ObjectNode error = entry.putObject("error");
           error.put("type", e.getClass().getSimpleName());
