@@ -33,12 +33,12 @@ FAST = ["deltalog", "delta-rs", "kernel"]
 SPARK_SAMPLE = [
     "basic-decimal-table",
     "basic-with-inserts-deletes-checkpoint",
-    "checkpoint",
+    "data-reader-escaped-chars",
     "data-reader-array-complex-objects",
     "data-reader-partition-values",
     "dv-partitioned-with-checkpoint",
     "table-with-columnmapping-mode-name",
-    "timestamp-partitioned-table",
+    "kernel-timestamp-partition-col-ISO8601",
 ]
 
 
