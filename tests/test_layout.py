@@ -41,6 +41,7 @@ FLOORS: dict[str, int] = {
     "writer": 10,
     "spark": 11,
     "report": 11,
+    "compat": 11,
     "cli": 12,
     "__main__": 13,
 }

@@ -47,7 +47,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_BUG: "an unexpected error, with its traceback: a bug in deltalog, please report it",
     EXIT_ERROR: "bad arguments or input, a table that is not there or is corrupt, a storage "
     "failure (one line on stderr: 'deltalog: error: <ErrorName>: <message>')",
-    EXIT_FINDINGS: "check found problems at or above --fail-on",
+    EXIT_FINDINGS: "check found problems at or above --fail-on; compat: engines disagree",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -681,6 +681,10 @@ def build_parser() -> argparse.ArgumentParser:
     _table_argument(checkpoint)
     _json_argument(checkpoint)
     checkpoint.set_defaults(func=cmd_checkpoint)
+
+    import deltalog.cli.compat as compat  # argparse only; the command loads deltalog.compat
+
+    compat.add_parser(_command, sub)
     return parser
 
 

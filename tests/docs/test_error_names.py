@@ -28,6 +28,7 @@ EXTERNAL = {
     "ConditionalCheckFailedException": "DynamoDB's answer to a conditional PutItem that lost",
     "FileAlreadyExistsException": "Hadoop's, in delta-spark's log stores",
     "ArrowInvalid": "pyarrow's",
+    "DeltaError": "delta-rs's (the deltalake package), quoted in docs/compat.md's example run",
 }
 
 _QUALIFIED = re.compile(
