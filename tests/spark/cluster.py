@@ -27,7 +27,14 @@ from pathlib import Path
 import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
-_ENV_DROPPED = ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")
+_ENV_DROPPED = (
+    "PYTHONPATH",
+    "PYSPARK_PYTHON",
+    "PYSPARK_DRIVER_PYTHON",
+    "SPARK_HOME",
+    "SPARK_CONNECT_MODE_ENABLED",  # set for the process by a Connect client's builder.remote()
+    "SPARK_REMOTE",
+)
 
 
 def free_port() -> int:

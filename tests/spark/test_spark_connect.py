@@ -48,16 +48,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+#: What PySpark's ``builder.remote()`` sets in ``os.environ`` for the rest of the process.
+_CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
+
+
 @pytest.fixture(scope="module")
 def connect(server: str) -> Iterator[Any]:
     """A Connect client session with deltalog shipped as a zip."""
     from pyspark.sql import SparkSession
 
+    before = {name: os.environ.get(name) for name in _CONNECT_ENV}
     spark = SparkSession.builder.remote(server).create()
-    assert type(spark).__module__.startswith("pyspark.sql.connect")
-    spark.addArtifacts(str(deltalog.spark.package_zip()), pyfile=True)
-    yield spark
-    spark.stop()
+    try:
+        assert type(spark).__module__.startswith("pyspark.sql.connect")
+        spark.addArtifacts(str(deltalog.spark.package_zip()), pyfile=True)
+        yield spark
+    finally:
+        spark.stop()
+        # builder.remote() marks the whole process as a Connect client (and stop() does not
+        # undo it): every later classic session of this pytest process would turn remote.
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _ids(uri: str, version: int | None = None) -> list[int]:
