@@ -10,14 +10,12 @@ columns and the condition are resolved).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from deltalog.errors import (
     AppendOnlyError,
-    InvalidExpressionError,
     InvalidInputError,
     InvalidOptionError,
     InvalidPredicateError,
@@ -30,7 +28,8 @@ from deltalog.write.schema_merge import merge_schemas, type_widening_enabled
 from deltalog.write.table_changes import protocol_for_schema
 
 from .handle import OperationSettings, TableHandle
-from .merge_clauses import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, merge_parameters
+from .merge_builder import MergeClauses, merge_aliases
+from .merge_clauses import NOT_MATCHED, Clause, merge_parameters
 from .merge_exec import MergeCounts, execute_merge
 from .merge_plan import MergePlan
 from .results import DmlResult
@@ -39,7 +38,7 @@ from .rewrite import RowRewrite, Timer, deletion_vectors_enabled
 __all__ = ["TableMerger"]
 
 
-class TableMerger:
+class TableMerger(MergeClauses):
     """A MERGE being built: add ``when_...`` clauses, then :meth:`execute`.
 
     Clauses of each kind apply in the order they are added; the first whose condition holds
@@ -64,15 +63,7 @@ class TableMerger:
             )
         self._condition = parse_expression(predicate, error=InvalidPredicateError)
         self._text = predicate
-        for name, alias in (("source_alias", source_alias), ("target_alias", target_alias)):
-            if alias is not None and (not isinstance(alias, str) or not alias.isidentifier()):
-                raise InvalidOptionError(f"{name} must be a name, not {alias!r}", option=name)
-        self._source_alias = source_alias or "source"
-        self._target_alias = target_alias or "target"
-        if self._source_alias.lower() == self._target_alias.lower():
-            raise InvalidOptionError(
-                "the source and the target need different aliases", option="source_alias"
-            )
+        self._source_alias, self._target_alias = merge_aliases(source_alias, target_alias)
         if schema_mode not in (None, "merge"):
             raise InvalidOptionError(
                 f"schema_mode must be 'merge' or None, not {schema_mode!r}", option="schema_mode"
@@ -82,93 +73,6 @@ class TableMerger:
         self._source = as_reader(source)
         self._settings = settings
         self._clauses: list[Clause] = []
-
-    # ------------------------------------------------------------------ clauses
-    def when_matched_update(
-        self,
-        updates: Mapping[str, Any] | None = None,
-        predicate: str | None = None,
-        *,
-        set: Mapping[str, Any] | None = None,
-    ) -> TableMerger:
-        """``WHEN MATCHED [AND predicate] THEN UPDATE SET column = value, ...``.
-
-        Args:
-            updates: Target column -> SQL expression (or a Python literal).
-            predicate: Only matched rows for which this is true.
-            set: delta-spark's spelling of ``updates``.
-        """
-        return self._add(MATCHED, "update", predicate, _one(updates, set, "updates", "set"))
-
-    def when_matched_update_all(
-        self, predicate: str | None = None, except_cols: Sequence[str] | None = None
-    ) -> TableMerger:
-        """``WHEN MATCHED [AND predicate] THEN UPDATE SET *``.
-
-        Every target column (but ``except_cols``) from the source column of the same name.
-        """
-        return self._add(MATCHED, "update", predicate, star=True, except_cols=except_cols)
-
-    def when_matched_delete(self, predicate: str | None = None) -> TableMerger:
-        """``WHEN MATCHED [AND predicate] THEN DELETE``."""
-        return self._add(MATCHED, "delete", predicate)
-
-    def when_not_matched_insert(
-        self,
-        updates: Mapping[str, Any] | None = None,
-        predicate: str | None = None,
-        *,
-        values: Mapping[str, Any] | None = None,
-    ) -> TableMerger:
-        """``WHEN NOT MATCHED [AND predicate] THEN INSERT (columns) VALUES (...)``.
-
-        Columns left out are null. ``values`` is delta-spark's spelling of ``updates``.
-        """
-        return self._add(
-            NOT_MATCHED, "insert", predicate, _one(updates, values, "updates", "values")
-        )
-
-    def when_not_matched_insert_all(
-        self, predicate: str | None = None, except_cols: Sequence[str] | None = None
-    ) -> TableMerger:
-        """``WHEN NOT MATCHED [AND predicate] THEN INSERT *`` (but ``except_cols``, left null)."""
-        return self._add(NOT_MATCHED, "insert", predicate, star=True, except_cols=except_cols)
-
-    def when_not_matched_by_source_update(
-        self,
-        updates: Mapping[str, Any] | None = None,
-        predicate: str | None = None,
-        *,
-        set: Mapping[str, Any] | None = None,
-    ) -> TableMerger:
-        """``WHEN NOT MATCHED BY SOURCE [AND predicate] THEN UPDATE SET ...``.
-
-        For target rows no source row matched; the expressions may name target columns only.
-        """
-        return self._add(
-            NOT_MATCHED_BY_SOURCE, "update", predicate, _one(updates, set, "updates", "set")
-        )
-
-    def when_not_matched_by_source_delete(self, predicate: str | None = None) -> TableMerger:
-        """``WHEN NOT MATCHED BY SOURCE [AND predicate] THEN DELETE``."""
-        return self._add(NOT_MATCHED_BY_SOURCE, "delete", predicate)
-
-    def _add(
-        self,
-        kind: str,
-        action: str,
-        predicate: str | None,
-        assignments: Mapping[str, Any] | None = None,
-        *,
-        star: bool = False,
-        except_cols: Sequence[str] | None = None,
-    ) -> TableMerger:
-        if not star and action in ("update", "insert") and assignments is None:
-            raise InvalidExpressionError(f"{action} needs the columns to set")
-        self._clauses.append(
-            Clause.build(kind, action, predicate, assignments, star=star, except_cols=except_cols)
-        )
-        return self
 
     # ------------------------------------------------------------------ run
     def execute(self) -> DmlResult:
@@ -270,12 +174,6 @@ class TableMerger:
             raise
         version = rewrite.commit(tx, metrics)
         return DmlResult(version, "MERGE", True, metrics)
-
-
-def _one(first: Any, second: Any, first_name: str, second_name: str) -> Any:
-    if first is not None and second is not None:
-        raise InvalidExpressionError(f"give {first_name} or {second_name}, not both")
-    return first if first is not None else second
 
 
 def _metrics(
