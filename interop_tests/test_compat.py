@@ -4,6 +4,11 @@ docs/compat.md's example run is the first test. Every engine must run (``require
 skipped, on either Spark line. delta-spark and Kernel each start one JVM per ``compare``, for
 all its tables; the golden sweep runs the engines that read a hundred tables in a few minutes
 (deltalog, delta-rs, Kernel) and delta-spark on a sample of them.
+
+Only :func:`test_tables_made_here_agree_in_every_version` carries the ``spark`` mark, so the
+PySpark 3.5 run (``pytest -m spark``) checks the delta-spark 3.x probe once with all four
+engines; the example run, the golden sample and the write probe (several JVMs each) run on the
+default line only, to keep CI's time.
 """
 
 from __future__ import annotations
@@ -52,7 +57,6 @@ def golden(tmp_path: Path) -> Path:
     return out
 
 
-@pytest.mark.spark
 def test_the_docs_example_run(golden: Path) -> None:
     done = subprocess.run(
         [
@@ -148,14 +152,12 @@ def test_every_golden_table_agrees_or_is_a_known_limitation() -> None:
     assert report.agree, report.render()
 
 
-@pytest.mark.spark
 def test_delta_spark_agrees_on_a_sample_of_golden_tables() -> None:
     tables = [str(GOLDEN / name) for name in SPARK_SAMPLE]
     report = compare(tables, require=ALL, versions=[0])
     assert report.agree, report.render()
 
 
-@pytest.mark.spark
 def test_write_probe_each_engine_appends_and_all_read_back(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     deltalog.write_table(uri, pa.table({"p": ["a", "b"], "x": [1, 2]}), partition_by="p")
