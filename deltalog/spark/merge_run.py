@@ -18,8 +18,10 @@ Connect works too):
    that takes it (the first whose condition holds, per kind), evaluated by Spark.
 4. **Checks and counts**: a target row matched by several source rows is refused
    (:class:`~deltalog.errors.MultipleSourceRowMatchError`, unless the one matched clause is an
-   unconditional delete); one aggregation gives the rows each clause takes per file, hence the
-   touched files and the metrics.
+   unconditional delete); one aggregation (per target row, then per clause and file) gives
+   the most matches of any target row, the rows each clause takes per file, hence the touched
+   files and the metrics, and with deletion vectors the positions taken out: the join is
+   computed once for it and once for the write.
 5. **Write**: a Spark job writes the new rows (updated copies and inserts; with
    copy-on-write also the kept rows of touched files) with
    :func:`deltalog.spark.job.run_job`; touched files are removed, or, with deletion vectors
@@ -125,6 +127,10 @@ class _Counts:
     rows: dict[int, int] = field(default_factory=dict)
     touched: set[str] = field(default_factory=set)
     copied: int = 0
+    #: The most source rows matching one target row (above 1: the duplicate-match check fails).
+    most_matches: int = 0
+    #: Per touched file (deletion vectors): the positions taken out and the file's row count.
+    taken: dict[str, tuple[set[int], int]] = field(default_factory=dict)
 
 
 def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
@@ -167,8 +173,9 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         tx.update_metadata(schema=schema, configuration=configuration)
     files = _files_read(tx, plan)
     joined = _joined(spark, table, request, plan, files, options, use_dvs=use_dvs)
-    _check_multiple_matches(joined, request, plan)
     counts = _count(joined, plan, use_dvs=use_dvs)
+    if plan.matched and counts.most_matches > 1 and not _one_unconditional_delete(plan):
+        _check_multiple_matches(joined, request, plan)
     merge_counts = _merge_counts(counts, plan, request.source.count())
     merge_counts.scan_ms = timer.lap_ms()
     rewrite = RowRewrite(
@@ -188,7 +195,7 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         rewrite.copied_rows = counts.copied if not use_dvs else 0
         touched = _touched_files(tx, counts.touched)
         if use_dvs:
-            _mark_deleted(joined, plan, table, rewrite, touched)
+            _mark_deleted(counts, table, rewrite, touched)
         else:
             for file in touched.to_pylist():
                 rewrite.remove_whole(file)
@@ -337,16 +344,13 @@ def _ids(
 def _check_multiple_matches(joined: DataFrame, request: MergeRequest, plan: MergePlan) -> None:
     """Refuse a target row matched by several source rows (delta-spark's rule).
 
+    Only run when :func:`_count` found such a row: this query finds one to name.
+
     Raises:
         MultipleSourceRowMatchError: Naming the first such row.
     """
     from pyspark.sql import functions as F
 
-    if not plan.matched:
-        return
-    only = plan.matched[0]
-    if len(plan.matched) == 1 and only.action == "delete" and only.condition is None:
-        return  # the one unconditional delete takes every match
     # every matched pair counts, whether a clause takes it or not (as delta-spark's check)
     pairs = joined.where(F.col(_TARGET_PRESENT).isNotNull() & F.col(_SOURCE_PRESENT).isNotNull())
     target_columns = [F.col(f"`{request.target_alias}`.`{n}`") for n in plan.target_schema.names]
@@ -371,29 +375,69 @@ def _check_multiple_matches(joined: DataFrame, request: MergeRequest, plan: Merg
     )
 
 
+def _one_unconditional_delete(plan: MergePlan) -> bool:
+    """Whether the only matched clause is an unconditional delete (it may take any match)."""
+    if len(plan.matched) != 1:
+        return False
+    only = plan.matched[0]
+    return only.action == "delete" and only.condition is None
+
+
 def _count(joined: DataFrame, plan: MergePlan, *, use_dvs: bool) -> _Counts:
-    """Rows each clause takes, the files touched, and (copy-on-write) the rows copied."""
+    """One aggregation: rows each clause takes, touched files, copies, the most matches per row.
+
+    First per target row (file and position; source-only rows per inserting clause), then per
+    clause and file: a target row counts once however many source rows matched it, and the
+    most matched pairs of any target row feeds the duplicate-match check. With deletion
+    vectors the positions taken out of each file come along, so the join runs once here and
+    once for the write.
+    """
     from pyspark.sql import functions as F
 
-    rows = (
-        joined.groupBy(_CLAUSE, FILE_COLUMN)
-        .agg(F.count(F.lit(1)).alias("n"), F.countDistinct(POSITION_COLUMN).alias("d"))
-        .collect()
-    )
+    in_target = F.col(_TARGET_PRESENT).isNotNull()
+    pair = in_target & F.col(_SOURCE_PRESENT).isNotNull()
     changing = set(_ids(plan, "update") + _ids(plan, "delete"))
+    per_row = joined.groupBy(
+        F.col(FILE_COLUMN).alias(FILE_COLUMN),
+        F.col(POSITION_COLUMN).alias(POSITION_COLUMN),
+        F.when(~in_target, F.col(_CLAUSE)).alias("inserting"),
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.when(pair, F.lit(1))).alias("pairs"),
+        # one clause per target row once the check passes (the exempt delete takes them all)
+        F.max(_CLAUSE).alias(_CLAUSE),
+        F.max(PHYSICAL_COLUMN).alias(PHYSICAL_COLUMN),
+    )
+    aggregates = [
+        F.sum("n").alias("n"),
+        F.count(F.lit(1)).alias("d"),
+        F.max("pairs").alias("pairs"),
+    ]
+    if use_dvs and changing:
+        taken = F.when(F.col(_CLAUSE).isin(sorted(changing)), F.col(POSITION_COLUMN))
+        aggregates += [
+            F.collect_list(taken).alias("positions"),
+            F.max(PHYSICAL_COLUMN).alias("physical"),
+        ]
+    rows = per_row.groupBy(_CLAUSE, FILE_COLUMN).agg(*aggregates).collect()
     counts = _Counts()
     untouched: dict[str, int] = {}
     for row in rows:
         clause, path = row[_CLAUSE], row[FILE_COLUMN]
+        counts.most_matches = max(counts.most_matches, int(row["pairs"] or 0))
         if clause is None:
             if path is not None:
                 untouched[path] = untouched.get(path, 0) + int(row["n"])
             continue
         # a target row is counted once however many source rows matched it
-        taken = int(row["n"]) if clause >= _INSERT else int(row["d"])
-        counts.rows[clause] = counts.rows.get(clause, 0) + taken
+        taken_rows = int(row["n"]) if clause >= _INSERT else int(row["d"])
+        counts.rows[clause] = counts.rows.get(clause, 0) + taken_rows
         if clause in changing and path is not None:
             counts.touched.add(path)
+            if use_dvs:
+                positions, _ = counts.taken.get(path, (set(), 0))
+                positions.update(int(p) for p in row["positions"])
+                counts.taken[path] = (positions, int(row["physical"]))
     if not use_dvs:
         counts.copied = sum(n for path, n in untouched.items() if path in counts.touched)
     return counts
@@ -502,30 +546,16 @@ def _touched_files(tx: Transaction, touched: set[str]) -> pa.Table:
 
 
 def _mark_deleted(
-    joined: DataFrame, plan: MergePlan, table: DeltaTable, rewrite: RowRewrite, touched: pa.Table
+    counts: _Counts, table: DeltaTable, rewrite: RowRewrite, touched: pa.Table
 ) -> None:
-    """Add the positions of the rows taken out to each touched file's deletion vector."""
-    from pyspark.sql import functions as F
-
-    changing = _ids(plan, "update") + _ids(plan, "delete")
-    found = (
-        joined.where(F.col(_CLAUSE).isin(changing))
-        .groupBy(FILE_COLUMN)
-        .agg(
-            F.collect_set(POSITION_COLUMN).alias("positions"),
-            F.first(PHYSICAL_COLUMN).alias("physical"),
-        )
-        .collect()
-    )
-    by_path = {row[FILE_COLUMN]: row for row in found}
+    """Add the positions of the rows taken out (found by :func:`_count`) to each DV."""
     storage = table._storage
     for file in touched.to_pylist():
-        row = by_path[file["path"]]
-        physical = int(row["physical"])
+        positions, physical = counts.taken[file["path"]]
         descriptor = file.get("deletion_vector")
         deleted = None if descriptor is None else _deleted_rows(storage, descriptor, physical)
         live = physical - (0 if deleted is None else len(deleted))
-        taken = pa.array(sorted(row["positions"]), pa.int64())
+        taken = pa.array(sorted(positions), pa.int64())
         stand_in = pa.table({"live": pa.nulls(live, pa.int8())})  # only its length is read
         rows = FileRows(stand_in, taken, physical, deleted)
         rewrite.change_positions(file, rows, taken)
