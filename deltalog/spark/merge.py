@@ -12,14 +12,14 @@ Spark evaluates; the join and the rewrite run on the executors
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from deltalog.dml.merge_clauses import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause
+from deltalog.dml.merge_builder import MergeClauses, merge_aliases
+from deltalog.dml.merge_clauses import Clause
 from deltalog.dml.results import DmlResult
 from deltalog.errors import (
     ConflictingOptionsError,
-    InvalidExpressionError,
     InvalidInputError,
     InvalidOptionError,
     InvalidPredicateError,
@@ -98,7 +98,7 @@ def merge(
     )
 
 
-class SparkMerger:
+class SparkMerger(MergeClauses):
     """A Spark MERGE being built: add ``when_...`` clauses, then :meth:`execute`.
 
     Clauses of each kind apply in the order they are added; the first whose condition holds
@@ -123,13 +123,7 @@ class SparkMerger:
                 f"the merge predicate is SQL text, not {type(predicate).__name__}"
             )
         self._condition = parse_expression(predicate, error=InvalidPredicateError)
-        for name, alias in (("source_alias", source_alias), ("target_alias", target_alias)):
-            if not isinstance(alias, str) or not alias.isidentifier():
-                raise InvalidOptionError(f"{name} must be a name, not {alias!r}", option=name)
-        if source_alias.lower() == target_alias.lower():
-            raise InvalidOptionError(
-                "the source and the target need different aliases", option="source_alias"
-            )
+        source_alias, target_alias = merge_aliases(source_alias, target_alias)
         if not isinstance(merge_schema, bool):
             raise InvalidOptionError(
                 f"merge_schema must be True or False, not {merge_schema!r}", option="merge_schema"
@@ -147,70 +141,6 @@ class SparkMerger:
         self._merge_schema = merge_schema
         self._options = dict(storage_options or {})
         self._clauses: list[Clause] = []
-
-    # ------------------------------------------------------------------ clauses
-    def when_matched_update(
-        self, set: Mapping[str, Any] | None = None, predicate: str | None = None
-    ) -> SparkMerger:
-        """``WHEN MATCHED [AND predicate] THEN UPDATE SET column = value, ...``.
-
-        Args:
-            set: Target column -> Spark SQL expression (or a Python literal).
-            predicate: Only matched rows for which this is true.
-        """
-        return self._add(MATCHED, "update", predicate, set)
-
-    def when_matched_update_all(
-        self, predicate: str | None = None, except_cols: Sequence[str] | None = None
-    ) -> SparkMerger:
-        """``WHEN MATCHED [AND predicate] THEN UPDATE SET *`` (but ``except_cols``)."""
-        return self._add(MATCHED, "update", predicate, star=True, except_cols=except_cols)
-
-    def when_matched_delete(self, predicate: str | None = None) -> SparkMerger:
-        """``WHEN MATCHED [AND predicate] THEN DELETE``."""
-        return self._add(MATCHED, "delete", predicate)
-
-    def when_not_matched_insert(
-        self, values: Mapping[str, Any] | None = None, predicate: str | None = None
-    ) -> SparkMerger:
-        """``WHEN NOT MATCHED [AND predicate] THEN INSERT (columns) VALUES (...)``.
-
-        Columns left out are null.
-        """
-        return self._add(NOT_MATCHED, "insert", predicate, values)
-
-    def when_not_matched_insert_all(
-        self, predicate: str | None = None, except_cols: Sequence[str] | None = None
-    ) -> SparkMerger:
-        """``WHEN NOT MATCHED [AND predicate] THEN INSERT *`` (but ``except_cols``, left null)."""
-        return self._add(NOT_MATCHED, "insert", predicate, star=True, except_cols=except_cols)
-
-    def when_not_matched_by_source_update(
-        self, set: Mapping[str, Any] | None = None, predicate: str | None = None
-    ) -> SparkMerger:
-        """``WHEN NOT MATCHED BY SOURCE [AND predicate] THEN UPDATE SET ...`` (target columns)."""
-        return self._add(NOT_MATCHED_BY_SOURCE, "update", predicate, set)
-
-    def when_not_matched_by_source_delete(self, predicate: str | None = None) -> SparkMerger:
-        """``WHEN NOT MATCHED BY SOURCE [AND predicate] THEN DELETE``."""
-        return self._add(NOT_MATCHED_BY_SOURCE, "delete", predicate)
-
-    def _add(
-        self,
-        kind: str,
-        action: str,
-        predicate: str | None,
-        assignments: Mapping[str, Any] | None = None,
-        *,
-        star: bool = False,
-        except_cols: Sequence[str] | None = None,
-    ) -> SparkMerger:
-        if not star and action in ("update", "insert") and assignments is None:
-            raise InvalidExpressionError(f"{action} needs the columns to set")
-        self._clauses.append(
-            Clause.build(kind, action, predicate, assignments, star=star, except_cols=except_cols)
-        )
-        return self
 
     # ------------------------------------------------------------------ run
     def execute(self) -> DmlResult:
