@@ -16,7 +16,6 @@ Nothing here imports Spark: the function runs inside Python workers and is testa
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -24,6 +23,7 @@ import pyarrow as pa
 
 from deltalog.log.storage import TableStorage
 from deltalog.protocol.schema import StructType
+from deltalog.spark.scan import ScanPlan
 
 __all__ = [
     "FILE_COLUMN",
@@ -41,25 +41,8 @@ POSITION_COLUMN = "__deltalog_merge_pos"
 PHYSICAL_COLUMN = "__deltalog_merge_rows"
 
 
-@dataclass(frozen=True)
-class PositionsPlan:
-    """What a scan task needs, shipped from the driver (picklable, no Spark objects).
-
-    Attributes:
-        uri: The table URI.
-        storage_options: Options for the table's store (credentials, endpoints).
-        table_schema: Delta schema JSON of the table at the version read.
-        partition_columns: The table's partition columns (logical names).
-        columns: The columns read (logical names, in table order).
-        batch_rows: Most rows per record batch yielded.
-    """
-
-    uri: str
-    storage_options: dict[str, str] = field(default_factory=dict, repr=False)  # secrets
-    table_schema: str = '{"type":"struct","fields":[]}'
-    partition_columns: tuple[str, ...] = ()
-    columns: tuple[str, ...] = ()
-    batch_rows: int = 10_000
+#: What a positions task needs: the same as a read task's plan.
+PositionsPlan = ScanPlan
 
 
 def positions_task(
