@@ -351,24 +351,26 @@ class GroupCommitter:
         """The members that commit, in group order; the others are resolved or marked."""
         accepted: list[_Member] = []
         placeholder = {"operation": "GROUP COMMIT"}
-        peers: list[tuple[_Member, WinningCommit]] = []  # earlier members, as winners
+        # earlier members as winners, built only once a member that read something needs them
+        # (a group of blind appends builds none)
+        peers: list[tuple[_Member, WinningCommit]] = []
         for m in members:
             if not self._survives(m, self._known(m.tx.read_version + 1, storage)):
                 continue
             assert m.reads is not None
-            if _depends_on_nothing(m.reads):  # no earlier member can conflict with it
-                accepted.append(m)
-                peers.append((m, m.as_winner(-1, {**placeholder, **_flags(m)})))
-                continue
-            for earlier, as_winner in peers:
-                try:
-                    check_winner(m.reads, as_winner)
-                except ConcurrentModificationError:
-                    m.peer = earlier
-                    break
+            if not _depends_on_nothing(m.reads):  # check it against the earlier members
+                for earlier in accepted[len(peers) :]:
+                    peers.append(
+                        (earlier, earlier.as_winner(-1, {**placeholder, **_flags(earlier)}))
+                    )
+                for earlier, as_winner in peers:
+                    try:
+                        check_winner(m.reads, as_winner)
+                    except ConcurrentModificationError:
+                        m.peer = earlier
+                        break
             if m.peer is None:
                 accepted.append(m)
-                peers.append((m, m.as_winner(-1, {**placeholder, **_flags(m)})))
         return accepted
 
     @staticmethod

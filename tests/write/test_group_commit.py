@@ -416,3 +416,25 @@ def test_contended_read_then_write_keeps_isolation(root: str) -> None:
     }
     assert sum(won.values()) + sum(failed.values()) == threads * rounds
     assert DeltaTable(root).check(data_files=False).ok
+
+
+def test_blind_appends_are_not_checked_against_each_other(
+    root: str, held: Held, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group of blind appends skips summarising its members as winners (per-member CPU)."""
+    from deltalog.write import group_commit
+
+    built: list[str] = []
+    real = group_commit._Member.as_winner
+
+    def counting(self: Any, version: int, info: dict[str, Any]) -> Any:
+        built.append(self.tx._operation)
+        return real(self, version, info)
+
+    monkeypatch.setattr(group_commit._Member, "as_winner", counting)
+    held.start("first", appender(root, "p=1/first.parquet"))
+    for i in range(4):
+        held.start(f"m{i}", appender(root, f"p=2/m{i}.parquet"), queued=i + 1)
+    results = held.release()
+    assert {results[f"m{i}"] for i in range(4)} == {3}
+    assert built == []
