@@ -144,6 +144,8 @@ ALLOWED = {
     # delta-spark's write options (mergeSchema, replaceWhere, ...), not store options.
     ("deltalog.spark.write", "options"),
     ("deltalog.spark.stage", "options"),
+    # delta-spark's MERGE option (mergeSchema, any case), beside merge_schema=.
+    ("deltalog.spark.merge", "options"),
     # Deprecated aliases of predicate=, kept working.
     ("DeltaTable.overwrite_files", "where"),
     ("deltalog.spark.write", "replace_where"),

@@ -41,6 +41,8 @@ needs = {
     "deltalog.logstores.dynamodb": "s3",
     "deltalog.logstores.gcs": "gcs",
     "deltalog.logstores.azure": "azure",
+    # A pytest plugin: imported by the pytest of a project that enables it, never by deltalog.
+    "deltalog.compat.pytest_plugin": "pytest",
 }
 count = 0
 for info in pkgutil.walk_packages(deltalog.__path__, "deltalog."):
