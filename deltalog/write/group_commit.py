@@ -88,6 +88,8 @@ if TYPE_CHECKING:
 MAX_MEMBERS = 512
 #: Commits the committer remembers (to check members without reading the log again).
 _REMEMBERED = 4096
+#: Longest a lone leader waits for the members of the group that just landed to come back.
+MAX_LINGER_S = 0.005
 _ORDER = {Txn: 0, RemoveFile: 1, AddFile: 2, AddCDCFile: 3}
 
 
@@ -146,14 +148,22 @@ class GroupCommitter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified when a commit queues
         self._queue: list[_Member] = []
         self._leading = False
+        # members of the last group that landed that have not committed again yet, and how
+        # long that group's write took: see _linger
+        self._expected = 0
+        self._write_s = 0.0
         self._log: dict[int, _Commit] = {}
         self._head = -1
         #: Test seams (must not raise): called with the queue length after a commit queued,
         #: and by the leader with a group's members before it writes their commit.
         self.on_queued: Callable[[int], None] | None = None
         self.before_write: Callable[[list[_Member]], None] | None = None
+        #: Test seam (must not raise): called (locked) when a lone leader starts to wait for
+        #: the last group's members (see :meth:`_linger`).
+        self.on_linger: Callable[[], None] | None = None
 
     def commit(self, tx: Transaction) -> int:
         """Commit ``tx``, alone or in a group; returns its version (see ``Transaction.commit``).
@@ -167,8 +177,11 @@ class GroupCommitter:
             self._queue.append(member)
             queued = len(self._queue)
             lead, self._leading = not self._leading, True
+            self._expected = max(0, self._expected - 1)
+            self._arrived.notify_all()
         if self.on_queued is not None:
             self.on_queued(queued)
+        lone = lead
         while True:
             if not lead:
                 member.wake.wait()
@@ -176,6 +189,9 @@ class GroupCommitter:
                     break
                 member.wake.clear()  # handed the lead: nobody else sets it until it hands on
             with self._lock:
+                if lone:
+                    self._linger()
+                    lone = False
                 batch = self._take()
             try:
                 self._run(batch)
@@ -196,6 +212,29 @@ class GroupCommitter:
             raise member.error
         assert member.version is not None
         return member.version
+
+    def _linger(self) -> None:
+        """Give the members of the group that just landed a moment to commit again (locked).
+
+        Woken together, they come back together: without this, the first one back would
+        commit alone (a whole write for one transaction) while the others queue behind it, and
+        groups would alternate between one member and all the others. A leader that found no
+        commit in flight waits until every other member of the last group has queued, at most
+        half that group's write time and never more than :data:`MAX_LINGER_S`; it does not
+        wait when the last commit was not a group's. Waiting only delays the write: the
+        members, their order and their checks are the same.
+        """
+        if self._expected <= 0:
+            return
+        deadline = time.monotonic() + min(self._write_s / 2, MAX_LINGER_S)
+        if self.on_linger is not None:
+            self.on_linger()
+        while self._expected > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._arrived.wait(left)
+        self._expected = 0
 
     def _take(self) -> list[_Member]:
         """The next group, in arrival order; members that may not join it stay queued."""
@@ -294,6 +333,7 @@ class GroupCommitter:
         version, attempts = self._head + 1, 0
         if self.before_write is not None:
             self.before_write(accepted)
+        started = time.monotonic()
         try:
             while True:
                 attempts += 1
@@ -345,6 +385,9 @@ class GroupCommitter:
                 m.resolve(error=exc)
             self._requeue([m for m in members if m.peer is not None and not m.done])
             return
+        with self._lock:
+            self._write_s = time.monotonic() - started
+            self._expected = len(accepted)
         self._landed(base, after_base, accepted, members, version, info, actions, attempts)
 
     def _admit(self, members: list[_Member], storage: TableStorage) -> list[_Member]:

@@ -438,3 +438,56 @@ def test_blind_appends_are_not_checked_against_each_other(
     results = held.release()
     assert {results[f"m{i}"] for i in range(4)} == {3}
     assert built == []
+
+
+def _landed_group_of_two(root: str, held: Held) -> None:
+    """``first`` alone at version 2, then ``m0`` and ``m1`` as one group at version 3."""
+    held.start("first", appender(root, "p=1/first.parquet"))
+    held.start("m0", appender(root, "p=1/m0.parquet"), queued=1)
+    held.start("m1", appender(root, "p=1/m1.parquet"), queued=2)
+    results = held.release()
+    assert (results["first"], results["m0"], results["m1"]) == (2, 3, 3)
+
+
+def test_members_coming_back_after_a_group_commit_together(
+    root: str, held: Held, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first member of a landed group to commit again waits for the others instead of
+    # committing alone (a whole write for one transaction) while they queue behind it.
+    _landed_group_of_two(root, held)
+    committer = held.committer
+    monkeypatch.setattr("deltalog.write.group_commit.MAX_LINGER_S", WAIT, raising=False)
+    committer._write_s = 2 * WAIT  # the wait ends when both are back, not by the clock
+    lingering = threading.Event()
+    committer.on_linger = lingering.set
+    results: dict[str, int] = {}
+
+    def run(name: str) -> None:
+        results[name] = appender(root, f"p=2/{name}.parquet")()
+
+    a = threading.Thread(target=run, args=("a",))
+    a.start()
+    assert lingering.wait(WAIT), "the lone leader committed without waiting for the group"
+    b = threading.Thread(target=run, args=("b",))
+    b.start()
+    for t in (a, b):
+        t.join(WAIT)
+        assert not t.is_alive()
+    assert results == {"a": 4, "b": 4}
+    assert [x["add"]["path"] for x in commit_lines(root, 4) if "add" in x] == [
+        "p=2/a.parquet",
+        "p=2/b.parquet",
+    ]
+    assert DeltaTable(root).check(data_files=False).ok
+
+
+def test_a_lone_leader_waits_no_longer_than_the_limit(
+    root: str, held: Held, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _landed_group_of_two(root, held)
+    monkeypatch.setattr("deltalog.write.group_commit.MAX_LINGER_S", 0.0, raising=False)
+    held.committer._write_s = 2 * WAIT
+    assert appender(root, "p=2/alone.parquet")() == 4  # the other member never comes back
+    # with nobody expected (the last commit was not a group's) it does not wait at all
+    held.committer.on_linger = lambda: pytest.fail("waited with nobody expected")
+    assert appender(root, "p=2/next.parquet")() == 5
