@@ -21,6 +21,9 @@ commit:
   list with each member's operation, parameters, read version and blind-append flag), the
   earliest read version, ``isBlindAppend`` only if every member is one, the strictest isolation
   level, and the summed write metrics.
+* When a group has landed, the first of its members to commit again finds nothing in flight;
+  it waits (briefly: :meth:`GroupCommitter._linger`) for the others to queue, so that it does
+  not write a commit of its own while they queue for the next one.
 * The commit is written through the same create-if-absent write, lost races and conflict checks
   against other processes' commits as a single transaction's, read back, and only then are the
   members woken with their version.
