@@ -158,6 +158,7 @@ class GroupCommitter:
         # long that group's write took: see _linger
         self._expected = 0
         self._write_s = 0.0
+        self._landed_at = 0.0  # time.monotonic() when that group's commit was verified
         self._log: dict[int, _Commit] = {}
         self._head = -1
         #: Test seams (must not raise): called with the queue length after a commit queued,
@@ -224,12 +225,16 @@ class GroupCommitter:
         groups would alternate between one member and all the others. A leader that found no
         commit in flight waits until every other member of the last group has queued, at most
         half that group's write time and never more than :data:`MAX_LINGER_S`; it does not
-        wait when the last commit was not a group's. Waiting only delays the write: the
-        members, their order and their checks are the same.
+        wait when the last commit was not a group's, nor when that group landed longer ago
+        than its write took or :data:`MAX_LINGER_S` (its members are not coming back
+        together). Waiting only delays
+        the write: the members, their order and their checks are the same.
         """
-        if self._expected <= 0:
+        now = time.monotonic()
+        if self._expected <= 0 or now - self._landed_at > max(self._write_s, MAX_LINGER_S):
+            self._expected = 0
             return
-        deadline = time.monotonic() + min(self._write_s / 2, MAX_LINGER_S)
+        deadline = now + min(self._write_s / 2, MAX_LINGER_S)
         if self.on_linger is not None:
             self.on_linger()
         while self._expected > 0:
@@ -389,7 +394,8 @@ class GroupCommitter:
             self._requeue([m for m in members if m.peer is not None and not m.done])
             return
         with self._lock:
-            self._write_s = time.monotonic() - started
+            self._landed_at = time.monotonic()
+            self._write_s = self._landed_at - started
             self._expected = len(accepted)
         self._landed(base, after_base, accepted, members, version, info, actions, attempts)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -491,3 +492,16 @@ def test_a_lone_leader_waits_no_longer_than_the_limit(
     # with nobody expected (the last commit was not a group's) it does not wait at all
     held.committer.on_linger = lambda: pytest.fail("waited with nobody expected")
     assert appender(root, "p=2/next.parquet")() == 5
+
+
+def test_a_group_that_landed_long_ago_is_not_waited_for(
+    root: str, held: Held, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _landed_group_of_two(root, held)
+    monkeypatch.setattr("deltalog.write.group_commit.MAX_LINGER_S", 1.0, raising=False)
+    committer = held.committer
+    committer._write_s = 1.0
+    # it landed longer ago than its write took (and the limit): nobody is coming back
+    committer._landed_at = time.monotonic() - 2.0
+    committer.on_linger = lambda: pytest.fail("waited for members of an old group")
+    assert appender(root, "p=2/later.parquet")() == 4
