@@ -16,7 +16,8 @@ directory spelling Spark casts exactly); every other file goes to the ``mapInArr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from deltalog.protocol.column_mapping import mapping_mode, physical_name, physic
 from deltalog.protocol.partitions import hive_partition_dir
 from deltalog.protocol.paths import decode_path, has_scheme
 from deltalog.protocol.schema import StructType
+from deltalog.spark.session import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 _PARTITION_TYPES = frozenset({"string", "byte", "short", "integer", "long", "boolean", "date"})
 #: Reader features after which a file's Parquet types may differ from the schema's.
 _RETYPING_FEATURES = frozenset({"typeWidening", "typeWidening-preview"})
+#: Above this many paths Spark lists them with a Spark job.
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 #: Characters Spark reads as a glob pattern in a path it is given.
 _GLOB = frozenset("{}[]*?\\")
 
@@ -164,7 +168,9 @@ def read_native(
         selected.append(column.alias(name))
     read_schema = SparkStructType.fromJson({"type": "struct", "fields": read_fields})
     try:
-        frame = spark.read.schema(read_schema).option("basePath", split.root).parquet(*split.native)
+        with _listed_on_the_driver(spark, len(split.native)):
+            reader = spark.read.schema(read_schema).option("basePath", split.root)
+            frame = reader.parquet(*split.native)
     except AnalysisException as exc:
         if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
             raise MissingDataFileError(
@@ -172,6 +178,29 @@ def read_native(
             ) from exc
         raise
     return frame.select(*selected)
+
+
+@contextmanager
+def _listed_on_the_driver(spark: SparkSession, paths: int) -> Iterator[None]:
+    """List ``paths`` known files on the driver, not in a Spark job of their own.
+
+    Spark lists more than ``parallelPartitionDiscovery.threshold`` (32) paths with a job, which
+    took seconds for 200 local files whose sizes the log already gave; a classic session
+    resolves the relation at once, so the threshold is raised for that moment only. (A Spark
+    Connect server resolves it later, with its own setting.)
+    """
+    if is_connect(spark):
+        yield
+        return
+    before = spark.conf.get(_LISTING_THRESHOLD, None)
+    spark.conf.set(_LISTING_THRESHOLD, str(paths + 1))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_LISTING_THRESHOLD)
+        else:
+            spark.conf.set(_LISTING_THRESHOLD, before)
 
 
 def _spark_type(type_json: Any) -> Any:

@@ -191,3 +191,17 @@ def test_which_files_spark_reads(path: str, native: bool) -> None:
         )
     widened = Protocol(3, 7, reader_features=["typeWidening"], writer_features=["typeWidening"])
     assert split_files("/t", _files([path]), schema, ["k"], {}, widened).native == []
+
+
+def test_many_files_are_listed_without_a_spark_job(spark: Any, tmp_path: Path) -> None:
+    """Spark lists more than 32 paths with a job of its own; the log already listed them."""
+    uri = str(tmp_path / "many")
+    for start in range(0, 40):
+        write_table(uri, pa.table({"id": pa.array([start], pa.int64())}), mode="append")
+    tracker = spark.sparkContext.statusTracker()
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = set(tracker.getJobIdsForGroup(None))
+    frame = read(spark, uri)
+    assert set(tracker.getJobIdsForGroup(None)) == before
+    assert spark.conf.get(key, None) is None  # the session's setting is back as it was
+    assert sorted(r.id for r in frame.collect()) == list(range(40))
