@@ -21,6 +21,7 @@ from deltalog.errors import (
     InvalidOptionError,
     InvalidPredicateError,
 )
+from deltalog.spark.parquet_read import read_native, split_files
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
@@ -129,10 +130,26 @@ def read(
         columns=tuple(read_names),
         batch_rows=_batch_rows(spark),
     )
-    descriptors = spark.createDataFrame(describe_files(files), FILES_DDL)
-    frame = descriptors.mapInArrow(
-        lambda batches: scan_task(plan, batches), spark_schema(schema, read_names)
+    snapshot = table.snapshot
+    split = split_files(
+        table._storage.root,
+        files,
+        schema,
+        snapshot.partition_columns,
+        snapshot.configuration,
+        snapshot.protocol,
     )
+    frames = []
+    if split.native:
+        frames.append(read_native(spark, split, schema, snapshot.partition_columns, read_names))
+    if split.rest.num_rows or not frames:
+        descriptors = spark.createDataFrame(describe_files(split.rest), FILES_DDL)
+        frames.append(
+            descriptors.mapInArrow(
+                lambda batches: scan_task(plan, batches), spark_schema(schema, read_names)
+            )
+        )
+    frame = frames[0] if len(frames) == 1 else frames[0].union(frames[1])
     if text is not None:
         frame = frame.filter(text)
     if wanted != read_names:
