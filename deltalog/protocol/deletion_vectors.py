@@ -45,6 +45,7 @@ __all__ = [
     "dv_file_path",
     "is_dv_tombstone",
     "live_mask",
+    "live_ranges",
     "read_deletion_vector",
     "z85_decode",
 ]
@@ -222,3 +223,19 @@ def live_mask(
     # packed by numpy (pa.array of a numpy array imports pandas too)
     bits = np.packbits(keep, bitorder="little")
     return pa.BooleanArray.from_buffers(pa.bool_(), total, [None, pa.py_buffer(bits)])
+
+
+def live_ranges(deleted: pa.Array, ranges: Sequence[tuple[int, int]]) -> list[int]:
+    """The indexes of the ``ranges`` (``(start, stop)`` row ranges) holding a row not deleted.
+
+    ``deleted`` must ascend strictly (as :func:`read_deletion_vector` returns it): a range is
+    wholly deleted when it holds ``stop - start`` of them, counted by binary search.
+    """
+    if not len(deleted):
+        return list(range(len(ranges)))
+    values = deleted.cast(pa.uint64()).buffers()[1]
+    rows = np.frombuffer(values, np.uint64, len(deleted), 8 * deleted.offset)
+    bounds = np.array(ranges, np.uint64).reshape(-1, 2)
+    inside = np.searchsorted(rows, bounds[:, 1]) - np.searchsorted(rows, bounds[:, 0])
+    sizes = (bounds[:, 1] - bounds[:, 0]).astype(np.int64)
+    return [int(i) for i in np.flatnonzero(inside < sizes)]
