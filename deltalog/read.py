@@ -37,7 +37,13 @@ from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.protocol.deletion_vectors import live_mask, live_ranges, read_deletion_vector
+from deltalog.protocol.deletion_vectors import (
+    live_mask,
+    live_mask_of_flags,
+    live_ranges,
+    read_deleted_flags,
+    read_deletion_vector,
+)
 from deltalog.protocol.schema import (
     ArrayType,
     DataType,
@@ -502,8 +508,8 @@ def _read_matching(
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         keep = None
         if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
-            deleted = read_deletion_vector(row["deletion_vector"], read_dv, num_rows=physical_rows)
-            if len(deleted):
+            deleted = read_deleted_flags(row["deletion_vector"], read_dv, num_rows=physical_rows)
+            if deleted.any():
                 # row groups whose every row is deleted are not read (nor, if that is all of
                 # them, the file)
                 candidates = groups if groups is not None else list(range(len(sizes)))
@@ -512,7 +518,7 @@ def _read_matching(
                     return pa.Table.from_batches([], schema=target)
                 if len(live) < len(candidates):
                     groups = [candidates[i] for i in live]
-                keep = live_mask(deleted, physical_rows, _ranges(sizes, groups))
+                keep = live_mask_of_flags(deleted, _ranges(sizes, groups))
                 if not keep.false_count:  # none of the rows read is deleted
                     keep = None
         present = set(parquet.schema_arrow.names)

@@ -32,7 +32,6 @@ from deltalog import DeltaTable
 from deltalog.protocol.deletion_vectors import (
     PORTABLE_MAGIC,
     live_mask,
-    live_ranges,
     read_deletion_vector,
 )
 
@@ -228,20 +227,6 @@ def test_the_dv_read_path_does_not_import_pandas(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.strip() == "False", done.stderr
-
-
-def test_live_ranges_names_the_ranges_with_a_row_not_deleted() -> None:
-    rng = random.Random(36)
-    for rows in [1, 7, 100, 1000]:
-        for _ in range(40):
-            deleted = sorted(rng.sample(range(rows), rng.randint(0, rows)))
-            cuts = sorted(rng.sample(range(1, rows), rng.randint(0, min(rows - 1, 6))))
-            spans = list(itertools.pairwise([0, *cuts, rows]))
-            gone = set(deleted)
-            expected = [
-                i for i, (a, b) in enumerate(spans) if any(r not in gone for r in range(a, b))
-            ]
-            assert live_ranges(pa.array(deleted, pa.uint64()), spans) == expected
 
 
 def test_wholly_deleted_files_and_row_groups_are_not_read(
