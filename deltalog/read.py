@@ -3,8 +3,9 @@
 Every live file of the snapshot is read through the table's log store (so every backend works),
 its columns matched to the table schema by physical name (column mapping), missing columns
 filled with nulls, partition columns added from the log's values (typed by the Delta schema),
-and the rows its deletion vector invalidates dropped (a boolean mask, no per-row Python work).
-Files are read a few at a time (:data:`READ_THREADS`).
+and the rows its deletion vector invalidates dropped (a boolean mask, no per-row Python work;
+row groups it wholly deletes are not read, nor a file it wholly deletes). Files are read a few
+at a time (:data:`READ_THREADS`).
 
 A filter skips what it can without changing the result: files whose partition values or
 statistics rule it out are not opened (:func:`files_matching`), row groups whose Parquet
