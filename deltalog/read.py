@@ -3,8 +3,9 @@
 Every live file of the snapshot is read through the table's log store (so every backend works),
 its columns matched to the table schema by physical name (column mapping), missing columns
 filled with nulls, partition columns added from the log's values (typed by the Delta schema),
-and the rows its deletion vector invalidates dropped (a boolean mask, no per-row Python work).
-Files are read a few at a time (:data:`READ_THREADS`).
+and the rows its deletion vector invalidates dropped (a boolean mask, no per-row Python work;
+row groups it wholly deletes are not read, nor a file it wholly deletes). Files are read a few
+at a time (:data:`READ_THREADS`).
 
 A filter skips what it can without changing the result: files whose partition values or
 statistics rule it out are not opened (:func:`files_matching`), row groups whose Parquet
@@ -37,7 +38,13 @@ from deltalog.errors import InvalidPredicateError, MissingDataFileError
 from deltalog.log.snapshot import Snapshot
 from deltalog.log.storage import TableStorage, storage_errors
 from deltalog.logstores import LogFileNotFoundError
-from deltalog.protocol.deletion_vectors import live_mask, read_deletion_vector
+from deltalog.protocol.deletion_vectors import (
+    live_mask,
+    live_mask_of_flags,
+    live_ranges,
+    read_deleted_flags,
+    read_deletion_vector,
+)
 from deltalog.protocol.schema import (
     ArrayType,
     DataType,
@@ -434,17 +441,18 @@ class _DvFiles:
 
     def __init__(self, storage: TableStorage) -> None:
         self._storage = storage
-        self._read: dict[str, bytes] = {}
+        self._read: dict[str, tuple[threading.Lock, list[bytes]]] = {}
         self._lock = threading.Lock()
 
     def read(self, path: str) -> bytes:
+        # one lock per DV file: threads wanting the same file wait for the first one's read
+        # (checking, then reading outside a lock, read it once per thread), others go on
         with self._lock:
-            found = self._read.get(path)
-        if found is None:
-            found = _read_dv(self._storage, path)
-            with self._lock:
-                self._read[path] = found
-        return found
+            lock, found = self._read.setdefault(path, (threading.Lock(), []))
+        with lock:
+            if not found:
+                found.append(_read_dv(self._storage, path))
+        return found[0]
 
 
 def _open_data_file(storage: TableStorage, location: str) -> Any:
@@ -501,9 +509,17 @@ def _read_matching(
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         keep = None
         if row["deletion_vector"] is not None:  # bounded by the footer's row count, read first
-            deleted = read_deletion_vector(row["deletion_vector"], read_dv, num_rows=physical_rows)
-            if len(deleted):
-                keep = live_mask(deleted, physical_rows, _ranges(sizes, groups))
+            deleted = read_deleted_flags(row["deletion_vector"], read_dv, num_rows=physical_rows)
+            if deleted.any():
+                # row groups whose every row is deleted are not read (nor, if that is all of
+                # them, the file)
+                candidates = groups if groups is not None else list(range(len(sizes)))
+                live = live_ranges(deleted, _spans(sizes, candidates))
+                if not live:
+                    return pa.Table.from_batches([], schema=target)
+                if len(live) < len(candidates):
+                    groups = [candidates[i] for i in live]
+                keep = live_mask_of_flags(deleted, _ranges(sizes, groups))
                 if not keep.false_count:  # none of the rows read is deleted
                     keep = None
         present = set(parquet.schema_arrow.names)
@@ -536,8 +552,11 @@ def _read_matching(
 
 def _ranges(sizes: list[int], groups: list[int] | None) -> list[tuple[int, int]] | None:
     """The row ranges of the row groups ``groups`` (``None``: all of them) of a file."""
-    if groups is None:
-        return None
+    return None if groups is None else _spans(sizes, groups)
+
+
+def _spans(sizes: list[int], groups: list[int]) -> list[tuple[int, int]]:
+    """The row ranges of the row groups ``groups`` of a file whose row groups hold ``sizes``."""
     starts = [0]
     for size in sizes:
         starts.append(starts[-1] + size)

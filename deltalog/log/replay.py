@@ -205,7 +205,10 @@ def _stats_loader(
             if not loaded:
                 try:
                     with storage_errors("cannot read checkpoint statistics"):
-                        data = read_checkpoint(storage.store, paths, add_fields=("stats",))
+                        # the other actions were read when the snapshot was loaded
+                        data = read_checkpoint(
+                            storage.store, paths, add_fields=("stats",), actions=("sidecar",)
+                        )
                 except CheckpointError as exc:
                     if not _gone(storage, paths):
                         raise CorruptCheckpointError(

@@ -34,6 +34,7 @@ from deltalog.protocol.roaring import (
     NATIVE_MAGIC,
     PORTABLE_MAGIC,
     decode_bitmap,
+    decode_deleted_flags,
     max_serialized_size,
 )
 
@@ -45,6 +46,9 @@ __all__ = [
     "dv_file_path",
     "is_dv_tombstone",
     "live_mask",
+    "live_mask_of_flags",
+    "live_ranges",
+    "read_deleted_flags",
     "read_deletion_vector",
     "z85_decode",
 ]
@@ -148,6 +152,26 @@ def read_deletion_vector(
         DeletionVectorError: The DV does not decode, names a row the file does not have, or
             its count differs from ``cardinality``.
     """
+    data, cardinality = _serialized(descriptor, read_file, num_rows)
+    return decode_bitmap(data, num_rows=num_rows, cardinality=cardinality)
+
+
+def read_deleted_flags(
+    descriptor: Mapping[str, Any], read_file: Callable[[str], bytes], *, num_rows: int
+) -> np.ndarray:
+    """One ``bool`` per row of the data file, true where the DV deletes it.
+
+    As :func:`read_deletion_vector` (the same checks, the same errors), for a reader that
+    wants a mask: bitmap containers become flags without making their row indexes.
+    """
+    data, cardinality = _serialized(descriptor, read_file, num_rows)
+    return decode_deleted_flags(data, num_rows=num_rows, cardinality=cardinality)
+
+
+def _serialized(
+    descriptor: Mapping[str, Any], read_file: Callable[[str], bytes], num_rows: int
+) -> tuple[bytes, int | None]:
+    """The DV's serialized bitmap and its declared cardinality, bounded by ``num_rows``."""
     size = _field(descriptor, "sizeInBytes", 0)
     cardinality = _field(descriptor, "cardinality", None)
     if cardinality is not None and cardinality > num_rows:
@@ -168,7 +192,7 @@ def read_deletion_vector(
         data = z85_decode(text[: (size + 3) // 4 * 5], size)
     else:
         data = _from_file(read_file(path), _field(descriptor, "offset", 0), size)
-    return decode_bitmap(data, num_rows=num_rows, cardinality=cardinality)
+    return data, cardinality
 
 
 def _field(descriptor: Mapping[str, Any], name: str, default: int | None) -> Any:
@@ -222,3 +246,28 @@ def live_mask(
     # packed by numpy (pa.array of a numpy array imports pandas too)
     bits = np.packbits(keep, bitorder="little")
     return pa.BooleanArray.from_buffers(pa.bool_(), total, [None, pa.py_buffer(bits)])
+
+
+def live_ranges(deleted: np.ndarray, ranges: Sequence[tuple[int, int]]) -> list[int]:
+    """The indexes of the ``ranges`` (``(start, stop)`` row ranges) holding a row not deleted.
+
+    ``deleted``: one flag per row of the file, true where it is deleted (as
+    :func:`read_deleted_flags` gives them).
+    """
+    return [i for i, (start, stop) in enumerate(ranges) if not deleted[start:stop].all()]
+
+
+def live_mask_of_flags(
+    deleted: np.ndarray, ranges: Sequence[tuple[int, int]] | None = None
+) -> pa.BooleanArray:
+    """The live mask of the ``ranges`` (all rows without them) given per-row deleted flags.
+
+    What :func:`live_mask` gives for the rows ``deleted`` flags (one per row of the file, true
+    where deleted), one range after the other.
+    """
+    if ranges is None:
+        keep = ~deleted
+    else:
+        keep = np.concatenate([~deleted[a:b] for a, b in ranges] or [np.zeros(0, np.bool_)])
+    bits = np.packbits(keep, bitorder="little")
+    return pa.BooleanArray.from_buffers(pa.bool_(), len(keep), [None, pa.py_buffer(bits)])

@@ -27,7 +27,13 @@ import pyarrow as pa
 
 from deltalog.errors import DeletionVectorError
 
-__all__ = ["NATIVE_MAGIC", "PORTABLE_MAGIC", "decode_bitmap", "max_serialized_size"]
+__all__ = [
+    "NATIVE_MAGIC",
+    "PORTABLE_MAGIC",
+    "decode_bitmap",
+    "decode_deleted_flags",
+    "max_serialized_size",
+]
 
 #: Magic numbers of delta-spark's two bitmap-array formats (little-endian, as it reads them).
 PORTABLE_MAGIC = 1681511377  # the protocol's: 8-byte bucket count, then (key, bitmap) pairs
@@ -94,6 +100,43 @@ def decode_bitmap(
             not strictly ascending, a value at or past ``num_rows``, or a count that differs
             from ``cardinality``.
     """
+    parts: list[np.ndarray] = []
+    _decode(data, num_rows, cardinality, parts, None)
+    values = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    # the values' buffer as it is (pa.array of a numpy array imports pandas: ~0.3 s)
+    return pa.Array.from_buffers(pa.uint64(), len(values), [None, pa.py_buffer(values)])
+
+
+def decode_deleted_flags(
+    data: bytes, *, num_rows: int, cardinality: int | None = None
+) -> np.ndarray:
+    """Decode Delta's serialized bitmap into one ``bool`` per row, true where it is deleted.
+
+    What :func:`decode_bitmap` checks, checked the same way; but a bitmap container's 8 KiB
+    are unpacked in place (its bits are the flags of its 65,536 rows), never turned into
+    row indexes and back: the read path wants a mask, not the indexes.
+
+    Args:
+        data: The serialized bitmap (magic number first).
+        num_rows: The data file's row count: the flags' length; every value must be below it.
+        cardinality: The bitmap must hold exactly this many values (the descriptor's).
+
+    Raises:
+        DeletionVectorError: As :func:`decode_bitmap`.
+    """
+    flags = np.zeros(num_rows, np.bool_)
+    _decode(data, num_rows, cardinality, [], flags)
+    return flags
+
+
+def _decode(
+    data: bytes,
+    num_rows: int | None,
+    cardinality: int | None,
+    parts: list[np.ndarray],
+    flags: np.ndarray | None,
+) -> None:
+    """Decode into ``parts`` (arrays of row indexes), or into ``flags`` when it is given."""
     view = memoryview(data)
     budget = _Budget(num_rows, cardinality if cardinality is not None else num_rows)
     magic = _uint(view, 0, 4)
@@ -113,7 +156,6 @@ def decode_bitmap(
             f"deletion vector claims {buckets} buckets in {len(view)} bytes"
             + (f" for {num_rows} rows" if num_rows is not None else "")
         )
-    parts: list[np.ndarray] = []
     previous = -1
     for index in range(buckets):
         # Portable: the bucket's key; native: the bitmap's size (the key is its position).
@@ -122,15 +164,12 @@ def decode_bitmap(
         if high <= previous:
             raise DeletionVectorError("deletion vector buckets are not in ascending order")
         previous = high
-        pos = _roaring32(view, pos + 4, high, budget, parts)
+        pos = _roaring32(view, pos + 4, high, budget, parts, flags)
     if cardinality is not None and budget.remaining:
         raise DeletionVectorError(
             f"deletion vector holds {cardinality - budget.remaining} rows, its descriptor says "
             f"{cardinality}"
         )
-    values = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-    # the values' buffer as it is (pa.array of a numpy array imports pandas: ~0.3 s)
-    return pa.Array.from_buffers(pa.uint64(), len(values), [None, pa.py_buffer(values)])
 
 
 def _uint(view: memoryview, pos: int, size: int) -> int:
@@ -160,9 +199,14 @@ def _ascending(values: np.ndarray) -> bool:
 
 
 def _roaring32(
-    view: memoryview, pos: int, high: int, budget: _Budget, out: list[np.ndarray]
+    view: memoryview,
+    pos: int,
+    high: int,
+    budget: _Budget,
+    out: list[np.ndarray],
+    flags: np.ndarray | None = None,
 ) -> int:
-    """Decode one 32-bit RoaringBitmap at ``pos`` into ``out``; where it ends."""
+    """Decode one 32-bit RoaringBitmap at ``pos`` into ``out`` (or ``flags``); where it ends."""
     cookie = _uint(view, pos, 4)
     run_flags = b""
     if cookie & 0xFFFF == _SERIAL_COOKIE:
@@ -193,6 +237,11 @@ def _roaring32(
         size += 1
         if run_flags and run_flags[i // 8] >> (i % 8) & 1:
             low, pos = _run_container(view, pos, size)
+        elif size > _ARRAY_MAX and flags is not None:
+            bits = _words(view, pos, _BITMAP_BYTES, "u1")
+            pos += _BITMAP_BYTES
+            _bitmap_flags(bits, size, high << 32 | key << 16, budget, flags)
+            continue
         elif size > _ARRAY_MAX:
             bits = _words(view, pos, _BITMAP_BYTES, "u1")
             pos += _BITMAP_BYTES
@@ -208,8 +257,27 @@ def _roaring32(
                 raise DeletionVectorError("deletion vector array container is not ascending")
         values = low.astype(np.uint64) + np.uint64(high << 32 | key << 16)
         budget.check_row(int(values[-1]), "")
-        out.append(values)
+        if flags is None:
+            out.append(values)
+        else:
+            flags[values.astype(np.int64)] = True
     return pos
+
+
+def _bitmap_flags(
+    bits: np.ndarray, size: int, base: int, budget: _Budget, flags: np.ndarray
+) -> None:
+    """A bitmap container's bits (rows ``base`` on) set in ``flags``, checked as values are."""
+    unpacked = np.unpackbits(bits, bitorder="little").view(np.bool_)
+    count = int(np.count_nonzero(unpacked))
+    if count != size:
+        raise DeletionVectorError(
+            f"deletion vector bitmap container holds {count} values, its header {size}"
+        )
+    last = _CONTAINER_SPAN - 1 - int(np.argmax(unpacked[::-1]))
+    budget.check_row(base + last, "")  # below the row count: the flags reach that far
+    span = flags[base : base + _CONTAINER_SPAN]
+    span |= unpacked[: len(span)]
 
 
 def _run_container(view: memoryview, pos: int, size: int) -> tuple[np.ndarray, int]:

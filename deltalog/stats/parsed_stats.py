@@ -35,6 +35,10 @@ from deltalog.logstores import LogStore, LogStoreError
 from deltalog.protocol.schema import PrimitiveType, StructType
 from deltalog.stats.file_stats import UnusableParsedStats, stat_leaves, typed_from_json
 
+#: The non-file actions a statistics read wants from a checkpoint it has read before: the
+#: sidecars that hold its file actions (protocol, metaData... were read with the snapshot).
+SIDECARS = ("sidecar",)
+
 __all__ = [
     "aligned",
     "checkpoint_rows_first",
@@ -106,7 +110,9 @@ def json_typed_loader(
                 return pa.table({"typed": typed_from_json(table.column("stats"), leaves)})
 
             try:
-                data = read_checkpoint(store, paths, add_fields=("stats",), add_transform=typed)
+                data = read_checkpoint(
+                    store, paths, add_fields=("stats",), add_transform=typed, actions=SIDECARS
+                )
             except (LogStoreError, OSError):
                 return None  # not kept: a later call tries again
             except (
@@ -132,7 +138,7 @@ def json_typed_loader(
 
 def _read(store: LogStore, paths: Sequence[str], rows: int) -> pa.ChunkedArray | None:
     try:
-        data = read_checkpoint(store, paths, add_fields=(STATS_PARSED,))
+        data = read_checkpoint(store, paths, add_fields=(STATS_PARSED,), actions=SIDECARS)
     except (CheckpointError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
     columns = [t.column(STATS_PARSED) for t in data.adds]
