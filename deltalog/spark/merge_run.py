@@ -64,7 +64,7 @@ from deltalog.spark.read import _batch_rows, spark_schema
 from deltalog.spark.scan import FILES_DDL, describe_files
 from deltalog.stats.predicates import TRUE
 from deltalog.stats.sql_expression import Column as ExprColumn
-from deltalog.stats.sql_expression import Expr
+from deltalog.stats.sql_expression import Expr, column_refs
 from deltalog.table import DeltaTable
 from deltalog.write.assignments import Assignment
 from deltalog.write.input_data import schema_of_data, within_table
@@ -173,7 +173,15 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         tx.update_metadata(schema=schema, configuration=configuration)
     files = _files_read(tx, plan)
     joined = _joined(spark, table, request, plan, files, options, use_dvs=use_dvs)
-    counts = _count(joined, plan, use_dvs=use_dvs)
+    # the counting pass reads only the target columns the conditions name (as delta-spark's
+    # search for touched files prunes its scan): the rows it needs are the same
+    narrow = _condition_columns(request, plan)
+    counting = (
+        joined
+        if narrow is None
+        else _joined(spark, table, request, plan, files, options, use_dvs=use_dvs, columns=narrow)
+    )
+    counts = _count(counting, plan, use_dvs=use_dvs)
     if plan.matched and counts.most_matches > 1 and not _one_unconditional_delete(plan):
         _check_multiple_matches(joined, request, plan)
     merge_counts = _merge_counts(counts, plan, request.source.count())
@@ -263,14 +271,18 @@ def _joined(
     options: dict[str, str],
     *,
     use_dvs: bool,
+    columns: Sequence[str] | None = None,
 ) -> DataFrame:
-    """Target scan joined with the source, with the id of the clause taking each row."""
+    """Target scan joined with the source, with the id of the clause taking each row.
+
+    ``columns``: the target columns read (table order); ``None``: every column.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
     snapshot = table.snapshot
     schema = snapshot.schema
-    names = list(schema.names)
+    names = list(schema.names) if columns is None else list(columns)
     scan = PositionsPlan(
         uri=table.uri,
         storage_options=options,
@@ -302,6 +314,27 @@ def _joined(
         source.alias(request.source_alias), F.expr(request.condition_text), how
     )
     return joined.withColumn(_CLAUSE, _clause_ids(plan))
+
+
+def _condition_columns(request: MergeRequest, plan: MergePlan) -> list[str] | None:
+    """The target columns the merge condition and the clause conditions may name (table order).
+
+    Every target column whose name any reference in them spells (as a column, a qualifier or a
+    struct path part, case-insensitively as Spark resolves) is kept: a superset of what Spark
+    needs. ``None`` when that is every column (nothing to prune) or none.
+    """
+    spelled: set[str] = set()
+    conditions = [request.condition, *(c.condition for c in request.clauses)]
+    for condition in conditions:
+        if condition is None:
+            continue
+        for ref in column_refs(condition):
+            spelled.add(ref.name.lower())
+            if ref.qualifier is not None:
+                spelled.update(part.lower() for part in ref.qualifier.split("."))
+    names = list(plan.target_schema.names)
+    kept = [n for n in names if n.lower() in spelled]
+    return None if not kept or len(kept) == len(names) else kept
 
 
 def _clause_ids(plan: MergePlan) -> SparkColumn:
