@@ -5,17 +5,19 @@ Usage::
     .venv/bin/python benchmarks/bench_spark_dml.py [--rows N] [--files N] [--repeat N] [--out DIR]
 
 One local[2] Spark session with delta-spark (the session of ``bench_spark_write.py``) writes a
-table of ``--rows`` rows (default 2,000,000) in ``--files`` files (default 8) with delta-spark,
-once without and once with deletion vectors (``delta.enableDeletionVectors``). For each, a fresh
-copy of the table is made per run and each engine deletes the rows ``y = 7`` (``y`` uniform in
-0..99: 1% of the rows, in every file), engines alternating, ``--repeat`` times (default 3):
+table of ``--rows`` rows (default 10,000,000, the merge benchmark's target) in ``--files``
+files (default 8) with delta-spark, once without and once with deletion vectors
+(``delta.enableDeletionVectors``). For each, a fresh copy of the table is made per run and each
+engine deletes the rows ``y = 7`` (``y`` uniform in 0..99: 1% of the rows, in every file),
+engines alternating, ``--repeat`` times (default 3):
 
 * ``delta-spark``: ``DELETE FROM delta.`<path>` WHERE y = 7``;
 * ``deltalog.spark``: ``deltalog.spark.delete(spark, path, "y = 7")``.
 
 Reported: wall and CPU seconds (this process and every process under it: the JVM and Spark's
 Python workers) as medians, the ratio deltalog / delta-spark, and the rows left (checked equal
-between engines). The load average before and after is reported: the machine is shared.
+between engines: their count and the XOR of every row's hash, read by delta-spark). The load
+average before and after is reported: the machine is shared.
 Results go to ``<out>/spark_dml.json`` and ``.md``.
 """
 
@@ -54,6 +56,15 @@ def _write_master(spark: Any, path: Path, rows: int, files: int, dvs: bool) -> N
         )
 
 
+def _fingerprint(spark: Any, path: Path) -> list[int]:
+    """The rows delta-spark reads from the table: their count and the XOR of their hashes."""
+    from pyspark.sql import functions as F
+
+    table = spark.read.format("delta").load(str(path))
+    row = table.select(F.count(F.lit(1)), F.bit_xor(F.xxhash64(*table.columns))).first()
+    return [int(row[0]), int(row[1])]
+
+
 def _run(spark: Any, engine: str, path: Path) -> tuple[float, float]:
     import deltalog.spark
 
@@ -69,7 +80,7 @@ def _run(spark: Any, engine: str, path: Path) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -84,15 +95,15 @@ def main() -> None:
             master = scratch / f"master-{label}"
             _write_master(spark, master, args.rows, args.files, dvs)
             timings: dict[str, list[tuple[float, float]]] = {e: [] for e in ENGINES}
-            left: dict[str, int] = {}
+            left: dict[str, list[int]] = {}
             for attempt in range(args.repeat):
                 for engine in ENGINES if attempt % 2 == 0 else ENGINES[::-1]:
                     copy = scratch / f"{label}-{engine}-{attempt}"
                     shutil.copytree(master, copy)
                     timings[engine].append(_run(spark, engine, copy))
-                    left[engine] = spark.read.format("delta").load(str(copy)).count()
+                    left[engine] = _fingerprint(spark, copy)
                     shutil.rmtree(copy)
-            assert len(set(left.values())) == 1, left
+            assert len({tuple(v) for v in left.values()}) == 1, left
             summary = {
                 e: {
                     "wall_s": statistics.median(w for w, _ in t),
@@ -104,7 +115,8 @@ def main() -> None:
                 k: summary["deltalog.spark"][k] / summary["delta-spark"][k]
                 for k in ("wall_s", "cpu_s")
             }
-            summary["rows_left"] = left["delta-spark"]
+            summary["rows_left"] = left["delta-spark"][0]
+            summary["rows_equal"] = True  # count and hash of every row, checked above
             results["runs"][label] = summary
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -19,9 +19,10 @@ upserts a source of ``1,000,000 * scale`` rows into a fresh copy of it, engines 
 Half the source rows update target rows spread over the whole table (every file is touched),
 half are new. Columns: ``id`` long, ``part`` string (30 values), ``x`` double, ``name`` string.
 Reported: wall and CPU seconds (the driver and every process under it), medians, the ratio
-deltalog / delta-spark, the rows each engine's table holds afterwards (checked equal), and the
-load average before and after (the 2-core machine is shared). Results go to
-``<out>/spark_merge.json``.
+deltalog / delta-spark, the rows each engine's table holds afterwards (checked equal: their
+count and the XOR of every row's hash, read by delta-spark), and the load average before and
+after (the 2-core machine is shared). Results go to ``<out>/spark_merge.json``
+(``spark_merge_dv.json`` with ``--dv``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,15 @@ def _merge(engine: str, spark: Any, path: str, source: Any) -> None:
     )
 
 
+def _fingerprint(spark: Any, path: Path) -> list[int]:
+    """The rows delta-spark reads from the table: their count and the XOR of their hashes."""
+    from pyspark.sql import functions as F
+
+    table = spark.read.format("delta").load(str(path))
+    row = table.select(F.count(F.lit(1)), F.bit_xor(F.xxhash64(*table.columns))).first()
+    return [int(row[0]), int(row[1])]
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     spark = bench_spark_write._session()
     target_rows = int(10_000_000 * args.scale)
@@ -107,7 +117,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     writer.save(str(master))
     source = _source(spark, source_rows, target_rows)
     runs: dict[str, list[dict[str, float]]] = {e: [] for e in ENGINES}
-    counts: dict[str, int] = {}
+    counts: dict[str, list[int]] = {}
     load_before = os.getloadavg()
     try:
         for attempt in range(args.repeat):
@@ -120,12 +130,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 wall = time.perf_counter() - start
                 cpu = bench_spark_write._tree_cpu_used(before, bench_spark_write._tree_cpu())
                 runs[engine].append({"wall_s": wall, "cpu_s": cpu})
-                counts[engine] = spark.read.format("delta").load(str(path)).count()
+                counts[engine] = _fingerprint(spark, path)
                 harness.log(f"{engine} #{attempt}: {wall:.1f}s wall, {cpu:.1f}s cpu")
                 shutil.rmtree(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if len(set(counts.values())) != 1:
+    if len({tuple(c) for c in counts.values()}) != 1:
         raise SystemExit(f"the engines' tables differ: {counts}")
     medians = {
         e: {k: statistics.median(r[k] for r in runs[e]) for k in ("wall_s", "cpu_s")}
@@ -139,7 +149,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "medians": medians,
         "ratio_wall": medians["deltalog.spark"]["wall_s"] / medians["delta-spark"]["wall_s"],
         "ratio_cpu": medians["deltalog.spark"]["cpu_s"] / medians["delta-spark"]["cpu_s"],
-        "rows_after": counts,
+        "rows_after": {e: c[0] for e, c in counts.items()},
+        "rows_equal": True,  # count and hash of every row checked above
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "environment": harness.environment(),
@@ -156,7 +167,8 @@ def main() -> None:
     results = run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "spark_merge.json").write_text(json.dumps(results, indent=2))
+    name = "spark_merge_dv.json" if args.dv else "spark_merge.json"
+    (out / name).write_text(json.dumps(results, indent=2))
     print(json.dumps({k: results[k] for k in results if k != "environment"}, indent=2))
 
 

@@ -21,7 +21,9 @@ Connect works too):
    unconditional delete); one aggregation (per target row, then per clause and file) gives
    the most matches of any target row, the rows each clause takes per file, hence the touched
    files and the metrics, and with deletion vectors the positions taken out: the join is
-   computed once for it and once for the write.
+   computed once for it and once for the write. This pass reads only the target columns the
+   conditions name and leaves out target rows no clause can take (a touched file's copied
+   rows are its live rows less those taken), as delta-spark's search for touched files does.
 5. **Write**: a Spark job writes the new rows (updated copies and inserts; with
    copy-on-write also the kept rows of touched files) with
    :func:`deltalog.spark.job.run_job`; touched files are removed, or, with deletion vectors
@@ -64,7 +66,7 @@ from deltalog.spark.read import _batch_rows, spark_schema
 from deltalog.spark.scan import FILES_DDL, describe_files
 from deltalog.stats.predicates import TRUE
 from deltalog.stats.sql_expression import Column as ExprColumn
-from deltalog.stats.sql_expression import Expr
+from deltalog.stats.sql_expression import Expr, column_refs
 from deltalog.table import DeltaTable
 from deltalog.write.assignments import Assignment
 from deltalog.write.input_data import schema_of_data, within_table
@@ -126,7 +128,9 @@ class _Counts:
 
     rows: dict[int, int] = field(default_factory=dict)
     touched: set[str] = field(default_factory=set)
-    copied: int = 0
+    #: Per file with a row a clause takes: the data file's row count, and the rows taken.
+    physical: dict[str, int] = field(default_factory=dict)
+    taken_rows: dict[str, int] = field(default_factory=dict)
     #: The most source rows matching one target row (above 1: the duplicate-match check fails).
     most_matches: int = 0
     #: Per touched file (deletion vectors): the positions taken out and the file's row count.
@@ -173,7 +177,20 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         tx.update_metadata(schema=schema, configuration=configuration)
     files = _files_read(tx, plan)
     joined = _joined(spark, table, request, plan, files, options, use_dvs=use_dvs)
-    counts = _count(joined, plan, use_dvs=use_dvs)
+    # the counting pass reads only the target columns the conditions name, and no target row
+    # no clause can take (as delta-spark's search for touched files prunes its scan and join)
+    counting = _joined(
+        spark,
+        table,
+        request,
+        plan,
+        files,
+        options,
+        use_dvs=use_dvs,
+        columns=_condition_columns(request, plan),
+        untouched=False,
+    )
+    counts = _count(counting, plan, use_dvs=use_dvs)
     if plan.matched and counts.most_matches > 1 and not _one_unconditional_delete(plan):
         _check_multiple_matches(joined, request, plan)
     merge_counts = _merge_counts(counts, plan, request.source.count())
@@ -192,8 +209,8 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         rewrite.new_files = _write(
             joined, table, request, plan, counts, schema, configuration, use_dvs=use_dvs
         )
-        rewrite.copied_rows = counts.copied if not use_dvs else 0
         touched = _touched_files(tx, counts.touched)
+        rewrite.copied_rows = 0 if use_dvs else _copied(counts, touched)
         if use_dvs:
             _mark_deleted(counts, table, rewrite, touched)
         else:
@@ -263,14 +280,21 @@ def _joined(
     options: dict[str, str],
     *,
     use_dvs: bool,
+    columns: Sequence[str] | None = None,
+    untouched: bool = True,
 ) -> DataFrame:
-    """Target scan joined with the source, with the id of the clause taking each row."""
+    """Target scan joined with the source, with the id of the clause taking each row.
+
+    ``columns``: the target columns read (table order); ``None``: every column.
+    ``untouched``: keep the target rows no source row matches even when no clause can take
+    them (a copy-on-write rewrite copies them; the counting pass does not need them).
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
 
     snapshot = table.snapshot
     schema = snapshot.schema
-    names = list(schema.names)
+    names = list(schema.names) if columns is None else list(columns)
     scan = PositionsPlan(
         uri=table.uri,
         storage_options=options,
@@ -290,7 +314,7 @@ def _joined(
     target = descriptors.mapInArrow(lambda batches: positions_task(scan, batches), out)
     target = target.withColumn(_TARGET_PRESENT, F.lit(True))
     source = request.source.withColumn(_SOURCE_PRESENT, F.lit(True))
-    keep_target = bool(plan.by_source) or (not use_dvs and bool(plan.matched))
+    keep_target = bool(plan.by_source) or (untouched and not use_dvs and bool(plan.matched))
     keep_source = bool(plan.not_matched)
     how = {
         (False, False): "inner",
@@ -302,6 +326,27 @@ def _joined(
         source.alias(request.source_alias), F.expr(request.condition_text), how
     )
     return joined.withColumn(_CLAUSE, _clause_ids(plan))
+
+
+def _condition_columns(request: MergeRequest, plan: MergePlan) -> list[str] | None:
+    """The target columns the merge condition and the clause conditions may name (table order).
+
+    Every target column whose name any reference in them spells (as a column, a qualifier or a
+    struct path part, case-insensitively as Spark resolves) is kept: a superset of what Spark
+    needs. ``None`` when that is every column (nothing to prune) or none.
+    """
+    spelled: set[str] = set()
+    conditions = [request.condition, *(c.condition for c in request.clauses)]
+    for condition in conditions:
+        if condition is None:
+            continue
+        for ref in column_refs(condition):
+            spelled.add(ref.name.lower())
+            if ref.qualifier is not None:
+                spelled.update(part.lower() for part in ref.qualifier.split("."))
+    names = list(plan.target_schema.names)
+    kept = [n for n in names if n.lower() in spelled]
+    return None if not kept or len(kept) == len(names) else kept
 
 
 def _clause_ids(plan: MergePlan) -> SparkColumn:
@@ -412,35 +457,44 @@ def _count(joined: DataFrame, plan: MergePlan, *, use_dvs: bool) -> _Counts:
         F.sum("n").alias("n"),
         F.count(F.lit(1)).alias("d"),
         F.max("pairs").alias("pairs"),
+        F.max(PHYSICAL_COLUMN).alias("physical"),
     ]
     if use_dvs and changing:
         taken = F.when(F.col(_CLAUSE).isin(sorted(changing)), F.col(POSITION_COLUMN))
-        aggregates += [
-            F.collect_list(taken).alias("positions"),
-            F.max(PHYSICAL_COLUMN).alias("physical"),
-        ]
+        aggregates.append(F.collect_list(taken).alias("positions"))
     rows = per_row.groupBy(_CLAUSE, FILE_COLUMN).agg(*aggregates).collect()
     counts = _Counts()
-    untouched: dict[str, int] = {}
     for row in rows:
         clause, path = row[_CLAUSE], row[FILE_COLUMN]
         counts.most_matches = max(counts.most_matches, int(row["pairs"] or 0))
         if clause is None:
-            if path is not None:
-                untouched[path] = untouched.get(path, 0) + int(row["n"])
             continue
         # a target row is counted once however many source rows matched it
         taken_rows = int(row["n"]) if clause >= _INSERT else int(row["d"])
         counts.rows[clause] = counts.rows.get(clause, 0) + taken_rows
         if clause in changing and path is not None:
             counts.touched.add(path)
+            counts.physical[path] = int(row["physical"])
             if use_dvs:
                 positions, _ = counts.taken.get(path, (set(), 0))
                 positions.update(int(p) for p in row["positions"])
                 counts.taken[path] = (positions, int(row["physical"]))
-    if not use_dvs:
-        counts.copied = sum(n for path, n in untouched.items() if path in counts.touched)
+        if path is not None:
+            counts.taken_rows[path] = counts.taken_rows.get(path, 0) + taken_rows
     return counts
+
+
+def _copied(counts: _Counts, touched: pa.Table) -> int:
+    """Rows a copy-on-write rewrite copies: the live rows of touched files no clause takes.
+
+    A file's live rows are its physical rows less those its deletion vector (if any) removes.
+    """
+    copied = 0
+    for file in touched.select(["path", "deletion_vector"]).to_pylist():
+        path, dv = file["path"], file["deletion_vector"]
+        live = counts.physical[path] - (0 if dv is None else int(dv["cardinality"]))
+        copied += live - counts.taken_rows.get(path, 0)
+    return copied
 
 
 def _merge_counts(counts: _Counts, plan: MergePlan, source_rows: int) -> MergeCounts:
