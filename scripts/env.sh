@@ -38,6 +38,11 @@ ensure_venv() {
     local log="$venv/install.log"
     if ! "$venv/bin/python" -m pip install -c "$constraints" "$@" >"$log" 2>&1; then
       tail -40 "$log" >&2
+      if grep -q "No space left on device" "$log"; then
+        # The dev environment needs ~2.5 GB (PySpark, delta-spark's jars come later into ~/.ivy2).
+        echo "[setup] the disk is full: free space where the checkout, ~/.cache and \$TMPDIR are" >&2
+        df -h "$ROOT" "${TMPDIR:-/tmp}" "$HOME" >&2 || true
+      fi
       echo "[setup] pip install failed; full log in $log" >&2
       return 1
     fi
