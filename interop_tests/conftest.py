@@ -38,7 +38,6 @@ from servers.fixtures import (  # noqa: E402
 
 # PySpark sessions: plain, and with delta-spark's jars where they can be had.
 from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402
-
 from table_registry import KEEP_DIR, TableRegistry  # noqa: E402
 
 __all__ = [

@@ -87,8 +87,9 @@ class TableRegistry:
             if not made.made_by:
                 continue
             digest = content_digest(made.copy)
-            if digest in seen:
-                seen[digest].made_by.extend(n for n in made.made_by if n not in seen[digest].made_by)
+            first = seen.get(digest)
+            if first is not None:
+                first.made_by.extend(n for n in made.made_by if n not in first.made_by)
             else:
                 seen[digest] = made
         return list(seen.values())
