@@ -2,7 +2,8 @@
 
 ``conftest.py`` collects, after each interop test, every Delta table it made (see
 ``table_registry``); this module runs last (``conftest.LAST_MODULE``) and asks the engines about
-all of them at once, one process (one JVM for Kernel) per engine for all tables. Each table
+all of them at once: deltalog, delta-rs and Kernel in one process each for all tables (one JVM
+for Kernel), delta-spark in the tests' own Spark session (``SessionSparkEngine``). Each table
 version must agree, or differ only by a known engine limitation (listed in
 ``deltalog.compat.limits.KNOWN`` and docs/compat.md, the same classification as the golden
 tables' sweep in ``test_compat.py``); otherwise the test fails naming the table, the test that
@@ -14,14 +15,16 @@ Run alone (no interop test before it) it compares nothing and says so.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from table_registry import MadeTable, TableRegistry
 
 from deltalog.compat import compare
 from deltalog.compat.model import TableResult
+from deltalog.compat.spark_session_engine import SessionSparkEngine
 
-ENGINES = ["deltalog", "delta-rs", "kernel"]
+ENGINES = ["deltalog", "delta-rs", "kernel", "delta-spark"]
 
 
 def _known(result: TableResult) -> bool:
@@ -47,14 +50,15 @@ def _problems(result: TableResult, made: MadeTable) -> list[str]:
 
 
 def test_every_table_the_interop_tests_made_agrees_or_is_a_known_limitation(
-    made_tables: TableRegistry,
+    made_tables: TableRegistry, delta_spark: Any
 ) -> None:
     tables = made_tables.distinct()
     if not tables:
         print("no interop test ran before this one: no tables to compare")
         return
     start = time.monotonic()
-    report = compare([str(t.copy) for t in tables], engines=ENGINES, require=ENGINES)
+    engines = [*ENGINES[:3], SessionSparkEngine(delta_spark)]  # the tests' own Spark session
+    report = compare([str(t.copy) for t in tables], engines=engines, require=ENGINES)
     took = time.monotonic() - start
     assert [e.state for e in report.engines] == ["ran"] * len(ENGINES), report.render()
     by_copy = {str(t.copy): t for t in tables}
