@@ -37,4 +37,15 @@ class SessionSparkEngine(SparkEngine):
         from deltalog.compat.spark_probe import observe_all
 
         del storage_options
+        _make_active(self.spark)  # this thread's: delta-spark asks for the active session
         return observe_all(self.spark, tables)
+
+
+def _make_active(spark: Any) -> None:
+    """Make ``spark`` the JVM's active session in the calling thread (as PySpark itself does)."""
+    if spark is None:
+        return
+    get_class = getattr(type(spark), "_get_j_spark_session_class", None)  # PySpark 4
+    jvm = spark._jvm
+    session_class = get_class(jvm) if get_class is not None else jvm.SparkSession
+    session_class.setActiveSession(spark._jsparkSession)

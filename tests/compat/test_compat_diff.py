@@ -228,3 +228,32 @@ def test_deltalog_reading_an_empty_partition_string_as_null_is_known_only_there(
     raw["kernel"] = {**raw["kernel"], "files": empty, "columns": nulls}
     raw["deltalog"] = {**raw["deltalog"], "files": empty, "columns": values}
     assert not compare_observations(TableResult("/t", None), raw, {}).agree  # kernel alone
+
+
+def test_delta_rs_wrapping_int96_timestamps_is_known_only_for_timestamp_checksums() -> None:
+    # delta-spark writes INT96; delta-rs reads 9999-12-31 wrapped around (a Spark-made table).
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "ts", "type": "timestamp", "nullable": True},
+            {"name": "x", "type": "long", "nullable": True},
+        ],
+    }
+    right = {"ts": {"count": 1, "nulls": 1, "crc": 7}, "x": {"count": 2, "nulls": 0, "crc": 5}}
+    wrapped = {**right, "ts": {"count": 1, "nulls": 1, "crc": 8}}
+    common = {"schema": schema}
+    raw = {
+        "deltalog": observation(**common, columns=right),
+        "delta-spark": observation(**common, columns=right),
+        "delta-rs": observation(**common, columns=wrapped),
+    }
+    result = compare_observations(TableResult("/t", None), raw, {})
+    assert result.agree and "INT96" in str(result.differences[0].known)
+    raw["delta-rs"] = observation(
+        **common, columns={**right, "x": {"count": 2, "nulls": 0, "crc": 6}}
+    )
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree
+    raw["delta-rs"] = observation(
+        **common, columns={**right, "ts": {"count": 0, "nulls": 2, "crc": 0}}
+    )
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree
