@@ -105,3 +105,27 @@ def test_an_engine_can_observe_in_this_process(tmp_path: Path) -> None:
     assert engine.asked == [uri]
     boom = SessionSparkEngine(spark=None)  # no session: observe_all fails per table
     assert run_engine(boom, [{"uri": uri, "versions": [None]}]).results[0]["error"]
+
+
+def test_the_session_engine_makes_its_session_active_in_its_own_thread() -> None:
+    # compare() runs each engine in a worker thread; delta-spark looks up the active session
+    # there (v2 checkpoints failed with DELTA_SPARK_SESSION_NOT_SET before).
+    from deltalog.compat.spark_session_engine import SessionSparkEngine
+
+    made_active: list[object] = []
+
+    class JavaSessionClass:
+        @staticmethod
+        def setActiveSession(session: object) -> None:
+            made_active.append(session)
+
+    class FakeSession:
+        _jvm = object()
+        _jsparkSession = "the JVM session"
+
+        @staticmethod
+        def _get_j_spark_session_class(jvm: object) -> type[JavaSessionClass]:
+            return JavaSessionClass
+
+    assert SessionSparkEngine(FakeSession()).run_here([], {}) == []
+    assert made_active == ["the JVM session"]
