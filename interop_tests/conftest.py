@@ -7,6 +7,7 @@ as ``pytest`` (not only as ``python -m pytest`` from the root) without an instal
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from servers.fixtures import (  # noqa: E402
 
 # PySpark sessions: plain, and with delta-spark's jars where they can be had.
 from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402
+from table_registry import KEEP_DIR, TableRegistry  # noqa: E402
 
 __all__ = [
     "azurite_server",
@@ -51,5 +53,28 @@ __all__ = [
 ]
 
 
+#: The module that compares every engine on every table made here: it runs last.
+LAST_MODULE = "test_zz_compat_every_table.py"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_spark_items(items)
+    items.sort(key=lambda item: item.path.name == LAST_MODULE)  # stable: the rest keep order
+
+
+@pytest.fixture(scope="session")
+def made_tables(tmp_path_factory: pytest.TempPathFactory) -> TableRegistry:
+    """Every Delta table the interop tests made so far (see ``table_registry``)."""
+    root = tmp_path_factory.getbasetemp()
+    registry = TableRegistry.under(root, root / KEEP_DIR)
+    registry.keep.mkdir()
+    return registry
+
+
+@pytest.fixture(autouse=True)
+def _collect_made_tables(
+    request: pytest.FixtureRequest, made_tables: TableRegistry
+) -> Iterator[None]:
+    """After each test, copy the tables it made (or changed) into ``made_tables``."""
+    yield
+    made_tables.collect_after(request.node.nodeid)

@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from decimal import MAX_PREC, Context, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +242,7 @@ def canon(value: Any, t: pa.DataType) -> str:
         return str((aware - _EPOCH) // timedelta(microseconds=1))
     if pa.types.is_decimal(t):
         assert isinstance(value, Decimal)
-        return str(int(value.scaleb(t.scale)))
+        return str(int(value.scaleb(t.scale, Context(prec=MAX_PREC))))  # never rounded
     if pa.types.is_struct(t):
         fields = [t.field(i) for i in range(t.num_fields)]
         return "{" + ",".join(canon(value.get(f.name), f.type) for f in fields) + "}"

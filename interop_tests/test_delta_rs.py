@@ -543,13 +543,14 @@ NTZ_FIELD = StructField("n", PrimitiveType("timestamp_ntz"))
     ("with_ntz", "configuration", "expected_protocol"),
     [
         (False, {}, (1, 2, None, None)),
-        (True, {}, (3, 7, ["timestampNtz"], ["timestampNtz"])),
+        # The schema has a NOT NULL column: delta-spark needs invariants listed with it.
+        (True, {}, (3, 7, ["timestampNtz"], ["invariants", "timestampNtz"])),
         (False, {"delta.appendOnly": "true"}, (1, 2, None, None)),
         (False, {"delta.enableChangeDataFeed": "true"}, (1, 4, None, None)),
         (
             False,
             {"delta.enableDeletionVectors": "true"},
-            (3, 7, ["deletionVectors"], ["deletionVectors"]),
+            (3, 7, ["deletionVectors"], ["deletionVectors", "invariants"]),
         ),
         (
             True,

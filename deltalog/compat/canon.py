@@ -23,7 +23,7 @@ import struct
 import zlib
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from decimal import MAX_PREC, Context, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -33,6 +33,9 @@ from deltalog.protocol.schema import StructType, as_struct
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PHYSICAL = "delta.columnMapping.physicalName"
+
+#: A decimal context that never rounds (decimals have up to 38 digits).
+_EXACT = Context(prec=MAX_PREC)
 
 
 def _bits(value: float) -> str:
@@ -71,7 +74,8 @@ def canon(value: Any, t: pa.DataType) -> str:
         aware = value if value.tzinfo else value.replace(tzinfo=UTC)
         return str((aware - _EPOCH) // timedelta(microseconds=1))
     if pa.types.is_decimal(t):
-        return str(int(Decimal(value).scaleb(t.scale)))
+        # Exact: the default context's 28 digits would round a 38-digit decimal.
+        return str(int(Decimal(value).scaleb(t.scale, _EXACT)))
     if pa.types.is_struct(t):
         fields = [t.field(i) for i in range(t.num_fields)]
         return "{" + ",".join(canon(value.get(f.name), f.type) for f in fields) + "}"

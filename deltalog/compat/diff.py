@@ -154,7 +154,7 @@ def compare_observations(
                 if len(alone) != 1:
                     continue
                 limitation = explain_difference(
-                    alone[0], features, field, seen[alone[0]], seen[rest[0]], known
+                    alone[0], features, field, seen[alone[0]], seen[rest[0]], known, raw
                 )
                 if limitation is not None:
                     why = limitation.reason

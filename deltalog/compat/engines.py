@@ -61,6 +61,12 @@ class Engine:
         """Environment of the engine's process."""
         return dict(os.environ)
 
+    def run_here(
+        self, tables: Sequence[Mapping[str, Any]], storage_options: Mapping[str, str]
+    ) -> list[dict[str, Any]] | None:
+        """Observe ``tables`` in this process instead (``None``: run :meth:`command`)."""
+        return None
+
 
 class PythonEngine(Engine):
     """deltalog or delta-rs, observed by :mod:`deltalog.compat.probe_main`."""
@@ -145,6 +151,12 @@ def run_engine(
     extra: Mapping[str, Any] | None = None,
 ) -> EngineRun:
     """Run ``engine`` once over all ``tables`` (``{"uri", "versions"}``)."""
+    try:
+        here = engine.run_here(tables, dict(storage_options or {}))
+    except Exception as exc:  # an in-process engine failed as a whole: a crash, named
+        return EngineRun(engine, crash=f"failed in this process: {type(exc).__name__}: {exc}")
+    if here is not None:
+        return EngineRun(engine, here)
     with tempfile.TemporaryDirectory(prefix="deltalog-compat-") as work:
         request = Path(work) / "request.json"
         output = Path(work) / "results.json"

@@ -13,7 +13,7 @@ the engine is alone, when both values are equal after its ``equalise``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,11 @@ class Limitation:
     field: str | None = None
     #: For a difference: both values through this must be equal (what the engine changes).
     equalise: Callable[[Any], Any] | None = None
+    #: For a difference: it applies only to tables where this holds of the engines' raw
+    #: observations (engine -> observation, as the probes wrote them).
+    where: Callable[[Mapping[str, Mapping[str, Any]]], bool] | None = None
+    #: For a difference: like ``equalise``, also given the engines' raw observations.
+    equalise_in: Callable[[Any, Mapping[str, Mapping[str, Any]]], Any] | None = None
 
     def matches(self, engine: str, features: Iterable[str], message: str) -> bool:
         """Whether this limitation applies.
@@ -69,6 +74,49 @@ def _schema_as_kernel_writes_it(value: Any) -> Any:
     return out
 
 
+def _has_empty_partition_value(raw: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether an engine saw a file with an empty string as a partition value."""
+    return any(
+        value == ""
+        for observation in raw.values()
+        for f in observation.get("files") or []
+        if isinstance(f, Mapping)
+        for value in (f.get("partitionValues") or {}).values()
+    )
+
+
+def _nulls_and_values_together(value: Any) -> Any:
+    """Per column, non-null and null counts added up (an empty string's checksum is 0)."""
+    if not isinstance(value, dict):
+        return value
+    return {
+        name: (c.get("count", 0) + c.get("nulls", 0), c.get("crc")) if isinstance(c, dict) else c
+        for name, c in value.items()
+    }
+
+
+_TIMESTAMPS = ("timestamp", "timestamp_ntz")
+
+
+def _timestamp_checksums_dropped(value: Any, raw: Mapping[str, Mapping[str, Any]]) -> Any:
+    """The columns view without the checksums of top-level timestamp columns."""
+    if not isinstance(value, dict):
+        return value
+    timestamps = {
+        f.get("name")
+        for observation in raw.values()
+        if isinstance(observation.get("schema"), Mapping)
+        for f in observation["schema"].get("fields") or []
+        if isinstance(f, Mapping) and f.get("type") in _TIMESTAMPS
+    }
+    return {
+        name: {k: v for k, v in c.items() if k != "crc"}
+        if name in timestamps and isinstance(c, dict)
+        else c
+        for name, c in value.items()
+    }
+
+
 #: The list (see the module docstring); a test keeps docs/compat.md's table in step.
 KNOWN: tuple[Limitation, ...] = (
     Limitation(
@@ -79,9 +127,9 @@ KNOWN: tuple[Limitation, ...] = (
     ),
     Limitation(
         "delta-rs",
-        "typeWidening-preview",
-        r"Unsupported table features required: \[TypeWideningPreview\]",
-        "delta-rs does not support the typeWidening-preview feature",
+        "typeWidening(-preview)?",
+        r"Unsupported table features required: \[TypeWidening(Preview)?\]",
+        "delta-rs does not support the typeWidening(-preview) feature",
     ),
     Limitation(
         "kernel",
@@ -117,6 +165,25 @@ KNOWN: tuple[Limitation, ...] = (
         r"type 'variant' has no Arrow equivalent",
         "deltalog cannot read variant columns (no Arrow type)",
     ),
+    Limitation(
+        "deltalog",
+        None,
+        "",
+        "deltalog reads an empty string partition value as null; delta-spark, Kernel and "
+        "delta-rs read an empty string",
+        field="columns",
+        equalise=_nulls_and_values_together,
+        where=_has_empty_partition_value,
+    ),
+    Limitation(
+        "delta-rs",
+        None,
+        "",
+        "delta-rs reads an INT96 timestamp outside the nanosecond range (before 1677 or after "
+        "2262; Spark writes INT96) wrapped around: timestamp checksums may differ",
+        field="columns",
+        equalise_in=_timestamp_checksums_dropped,
+    ),
 )
 
 
@@ -141,15 +208,27 @@ def explain_difference(
     value: Any,
     others: Any,
     known: Iterable[Limitation] = KNOWN,
+    raw: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Limitation | None:
     """The limitation that explains ``engine`` alone seeing ``value``, the rest ``others``.
 
-    It does when both are equal after its ``equalise``.
+    It does when both are equal after its ``equalise`` (and its ``where`` holds of ``raw``,
+    the engines' observations as their probes wrote them).
     """
     names = list(features)
     for lim in known:
-        if lim.field != field or lim.engine != engine or lim.equalise is None:
+        if lim.field != field or lim.engine != engine:
             continue
-        if lim.uses(names) and lim.equalise(value) == lim.equalise(others):
+        if lim.where is not None and (raw is None or not lim.where(raw)):
+            continue
+        if not lim.uses(names):
+            continue
+        if lim.equalise is not None and lim.equalise(value) == lim.equalise(others):
+            return lim
+        if (
+            lim.equalise_in is not None
+            and raw is not None
+            and lim.equalise_in(value, raw) == lim.equalise_in(others, raw)
+        ):
             return lim
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -180,13 +180,10 @@ def append(spark: Any, uri: str) -> dict[str, Any]:
     return entry
 
 
-def main(argv: list[str]) -> int:
-    """Read the request, observe everything in one session, write the results."""
-    request = orjson.loads(Path(argv[0]).read_bytes())
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = session(request.get("storage_options") or {})
+def observe_all(spark: Any, tables: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every table version of a request (or its append) through ``spark``, as results."""
     results: list[dict[str, Any]] = []
-    for table in request["tables"]:
+    for table in tables:
         if table.get("append"):
             results.append(append(spark, table["uri"]))
             continue
@@ -197,6 +194,15 @@ def main(argv: list[str]) -> int:
             except Exception as exc:
                 entry["error"] = _error(exc)
             results.append(entry)
+    return results
+
+
+def main(argv: list[str]) -> int:
+    """Read the request, observe everything in one session, write the results."""
+    request = orjson.loads(Path(argv[0]).read_bytes())
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = session(request.get("storage_options") or {})
+    results = observe_all(spark, request["tables"])
     Path(argv[1]).write_bytes(orjson.dumps({"results": results}, default=str))
     spark.stop()
     return 0

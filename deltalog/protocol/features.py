@@ -142,6 +142,18 @@ def _has_field_metadata(metadata: Metadata, key: str) -> bool:
     )
 
 
+def _has_not_null(struct: StructType) -> bool:
+    """Whether a column is NOT NULL: delta-spark then needs ``invariants`` (a NOT NULL invariant).
+
+    As delta-spark's ``Invariants.getFromSchema``: top-level and struct fields, not inside
+    arrays or maps.
+    """
+    return any(
+        not f.nullable or (isinstance(f.type, StructType) and _has_not_null(f.type))
+        for f in struct.fields
+    )
+
+
 def _walk(struct: StructType) -> list[StructField]:
     out: list[StructField] = []
     for f in struct.fields:
@@ -312,6 +324,8 @@ def protocol_for_new_table(schema: StructType, configuration: Mapping[str, str])
         writer = set(features)
         if "changeDataFeed" in features or "appendOnly" in features:
             writer |= {"appendOnly", "invariants"}
+        if _has_not_null(schema):  # delta-spark refuses a NOT NULL column without it
+            writer.add("invariants")
         reader = sorted(f for f in features if f in _READER_WRITER)
         if legacy[0] < 3:  # reader version 2 when column mapping needs it
             return Protocol(legacy[0], 7, writer_features=sorted(writer))

@@ -203,3 +203,57 @@ def test_junit_has_a_case_per_engine_and_table_version() -> None:
     assert root.get("tests") == "5" and root.get("failures") == "1" and root.get("skipped") == "1"
     failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
     assert failed == ["/t/bad@v2"]
+
+
+def test_deltalog_reading_an_empty_partition_string_as_null_is_known_only_there() -> None:
+    # A table an interop test wrote with partition value "": deltalog reads null, the
+    # others an empty string (whose checksum is 0); on any other table it is a disagreement.
+    schema = {"type": "struct", "fields": [{"name": "s", "type": "string", "nullable": True}]}
+    empty = [{"path": "s=/a.parquet", "size": 10, "partitionValues": {"s": ""}}]
+    values = {"s": {"count": 2, "nulls": 0, "crc": 0}}
+    nulls = {"s": {"count": 0, "nulls": 2, "crc": 0}}
+    common = {"schema": schema, "partitionColumns": ["s"]}
+    raw = {
+        "deltalog": observation(**common, files=empty, columns=nulls),
+        "delta-rs": observation(**common, files=empty, columns=values),
+        "kernel": observation(**common, files=empty, columns=values),
+    }
+    result = compare_observations(TableResult("/t", None), raw, {})
+    assert result.agree, result.differences
+    assert "empty string partition value" in str(result.differences[0].known)
+    plain = [{"path": "s=x/a.parquet", "size": 10, "partitionValues": {"s": "x"}}]
+    for engine in raw:
+        raw[engine] = {**raw[engine], "files": plain}
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree
+    raw["kernel"] = {**raw["kernel"], "files": empty, "columns": nulls}
+    raw["deltalog"] = {**raw["deltalog"], "files": empty, "columns": values}
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree  # kernel alone
+
+
+def test_delta_rs_wrapping_int96_timestamps_is_known_only_for_timestamp_checksums() -> None:
+    # delta-spark writes INT96; delta-rs reads 9999-12-31 wrapped around (a Spark-made table).
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "ts", "type": "timestamp", "nullable": True},
+            {"name": "x", "type": "long", "nullable": True},
+        ],
+    }
+    right = {"ts": {"count": 1, "nulls": 1, "crc": 7}, "x": {"count": 2, "nulls": 0, "crc": 5}}
+    wrapped = {**right, "ts": {"count": 1, "nulls": 1, "crc": 8}}
+    common = {"schema": schema}
+    raw = {
+        "deltalog": observation(**common, columns=right),
+        "delta-spark": observation(**common, columns=right),
+        "delta-rs": observation(**common, columns=wrapped),
+    }
+    result = compare_observations(TableResult("/t", None), raw, {})
+    assert result.agree and "INT96" in str(result.differences[0].known)
+    raw["delta-rs"] = observation(
+        **common, columns={**right, "x": {"count": 2, "nulls": 0, "crc": 6}}
+    )
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree
+    raw["delta-rs"] = observation(
+        **common, columns={**right, "ts": {"count": 0, "nulls": 2, "crc": 0}}
+    )
+    assert not compare_observations(TableResult("/t", None), raw, {}).agree

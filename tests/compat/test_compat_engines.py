@@ -68,3 +68,64 @@ def test_an_engine_that_cannot_start_or_writes_nothing_is_a_crash(tmp_path: Path
 def test_the_kernel_driver_ships_with_the_package() -> None:
     assert kernel.SOURCE.is_file() and kernel.POM.is_file()
     assert list(builtin_engines()) == list(NAMES)
+
+
+def test_an_engine_can_observe_in_this_process(tmp_path: Path) -> None:
+    # The seam SessionSparkEngine uses: run_here answers instead of a command's process.
+    import pyarrow as pa
+
+    import deltalog
+    from deltalog.compat import compare
+    from deltalog.compat.engines import Engine
+    from deltalog.compat.observe import observe_deltalog
+    from deltalog.compat.spark_session_engine import SessionSparkEngine
+
+    class Here(Engine):
+        name = "here"
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def run_here(self, tables, storage_options):  # type: ignore[no-untyped-def]
+            self.asked.extend(t["uri"] for t in tables)
+            return [
+                {
+                    "table": t["uri"],
+                    "version": None,
+                    "observation": observe_deltalog(t["uri"], None, {}),
+                }
+                for t in tables
+            ]
+
+    uri = str(tmp_path / "t")
+    deltalog.write_table(uri, pa.table({"x": [1, 2]}))
+    engine = Here()
+    report = compare(uri, engines=["deltalog", engine])
+    assert report.agree, report.render()
+    assert engine.asked == [uri]
+    boom = SessionSparkEngine(spark=None)  # no session: observe_all fails per table
+    assert run_engine(boom, [{"uri": uri, "versions": [None]}]).results[0]["error"]
+
+
+def test_the_session_engine_makes_its_session_active_in_its_own_thread() -> None:
+    # compare() runs each engine in a worker thread; delta-spark looks up the active session
+    # there (v2 checkpoints failed with DELTA_SPARK_SESSION_NOT_SET before).
+    from deltalog.compat.spark_session_engine import SessionSparkEngine
+
+    made_active: list[object] = []
+
+    class JavaSessionClass:
+        @staticmethod
+        def setActiveSession(session: object) -> None:
+            made_active.append(session)
+
+    class FakeSession:
+        _jvm = object()
+        _jsparkSession = "the JVM session"
+
+        @staticmethod
+        def _get_j_spark_session_class(jvm: object) -> type[JavaSessionClass]:
+            return JavaSessionClass
+
+    assert SessionSparkEngine(FakeSession()).run_here([], {}) == []
+    assert made_active == ["the JVM session"]

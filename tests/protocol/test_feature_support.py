@@ -99,3 +99,28 @@ def test_cleanup_honours_checkpoint_protection(
     if deleted:
         assert f"{0:020d}.json" in names and f"{4:020d}.json" not in names
     assert DeltaTable(str(tmp_path / "t")).version() == 6
+
+
+def test_a_not_null_column_on_a_table_features_protocol_lists_invariants() -> None:
+    # delta-spark refuses to read (DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH) a writer-7 table
+    # whose schema has a NOT NULL column but whose writer features lack invariants: found by
+    # the interop suite's compat sweep on test_delta_rs's tables.
+    from deltalog.protocol.features import protocol_for_new_table
+    from deltalog.protocol.schema import PrimitiveType, StructField, StructType
+
+    ntz = StructField("t", PrimitiveType("timestamp_ntz"))
+    for not_null in (
+        StructField("id", PrimitiveType("long"), nullable=False),
+        StructField("s", StructType([StructField("x", PrimitiveType("long"), nullable=False)])),
+    ):
+        protocol = protocol_for_new_table(StructType([ntz, not_null]), {})
+        assert protocol.min_writer_version == 7
+        assert "invariants" in (protocol.writer_features or [])
+    nullable = protocol_for_new_table(
+        StructType([ntz, StructField("id", PrimitiveType("long"))]), {}
+    )
+    assert "invariants" not in (nullable.writer_features or [])
+    legacy = protocol_for_new_table(
+        StructType([StructField("id", PrimitiveType("long"), nullable=False)]), {}
+    )
+    assert (legacy.min_reader_version, legacy.min_writer_version) == (1, 2)  # implies invariants
