@@ -100,7 +100,7 @@ def test_files_with_deletion_vectors_are_read_by_deltalog(spark: Any, tmp_path: 
 
 def test_timestamp_partitions_are_read_by_deltalog(spark: Any, tmp_path: Path) -> None:
     uri = str(tmp_path / "ts")
-    at = dt.datetime(2026, 11, 1, 12, 30, tzinfo=dt.timezone.utc)
+    at = dt.datetime(2026, 11, 1, 12, 30, tzinfo=dt.UTC)
     data = pa.table(
         {"id": pa.array([1, 2], pa.int64()), "at": pa.array([at, None], pa.timestamp("us", "UTC"))}
     )
