@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from sparkutil import delta_spark_version
+from sparkutil import spark_arrow as _arrow
 
 from deltalog import DeltaTable
 from deltalog.spark import read
@@ -46,16 +46,6 @@ REPRESENTATIVE = (
     "time-travel-schema-changes-b",
     "type-widening-nested",
 )
-
-
-def _arrow(frame: Any) -> pa.Table:
-    if hasattr(frame, "toArrow"):  # PySpark 4
-        out: pa.Table = frame.toArrow()
-        return out
-    from pyspark.sql.pandas.types import to_arrow_schema  # PySpark 3.5
-
-    batches = frame._collect_as_arrow()
-    return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(frame.schema))
 
 
 def _rows(frame: Any) -> list[str]:

@@ -25,9 +25,12 @@ from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 JARS_ENV = "DELTALOG_DELTA_SPARK_JARS"
 REQUIRE_ENV = "DELTALOG_REQUIRE_DELTA_SPARK"
@@ -174,3 +177,16 @@ def mark_spark_items(items: list[pytest.Item]) -> None:
 def has_delta(session: Any) -> bool:
     """Whether ``session`` was started with delta-spark's extension."""
     return bool(session.conf.get("spark.sql.extensions", "") == _DELTA_CONF["spark.sql.extensions"])
+
+
+def spark_arrow(frame: Any) -> pa.Table:
+    """A DataFrame's rows as an Arrow table, on PySpark 4 (``toArrow``) and 3.5 alike."""
+    import pyarrow as pa
+
+    if hasattr(frame, "toArrow"):  # PySpark 4
+        out: pa.Table = frame.toArrow()
+        return out
+    from pyspark.sql.pandas.types import to_arrow_schema  # PySpark 3.5
+
+    batches = frame._collect_as_arrow()
+    return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(frame.schema))

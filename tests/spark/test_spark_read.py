@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from sparkutil import spark_arrow as _arrow
 from testpaths import GOLDEN_DIR, REPO_ROOT
 
 from deltalog import (
@@ -47,16 +48,6 @@ def _golden() -> list[str]:
 
 def _rows(table: pa.Table) -> list[str]:
     return sorted(repr(r) for r in table.to_pylist())
-
-
-def _arrow(frame: Any) -> pa.Table:
-    if hasattr(frame, "toArrow"):  # PySpark 4
-        out: pa.Table = frame.toArrow()
-        return out
-    from pyspark.sql.pandas.types import to_arrow_schema  # PySpark 3.5
-
-    batches = frame._collect_as_arrow()
-    return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(frame.schema))
 
 
 def _events(root: Path) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from sparkutil import spark_arrow as _arrow
 
 from deltalog import DeltaTable, MissingDataFileError, write_table
 from deltalog.protocol.actions import Protocol
@@ -25,16 +26,6 @@ _ODD_VALUES = ["a b", "x/y", "100%", "é", "a=b", "c:d", None, "#?*[]"]
 
 def _rows(table: pa.Table) -> list[str]:
     return sorted(repr(r) for r in table.to_pylist())
-
-
-def _arrow(frame: Any) -> pa.Table:
-    if hasattr(frame, "toArrow"):  # PySpark 4
-        out: pa.Table = frame.toArrow()
-        return out
-    from pyspark.sql.pandas.types import to_arrow_schema  # PySpark 3.5
-
-    batches = frame._collect_as_arrow()
-    return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(frame.schema))
 
 
 def _readers(frame: Any) -> set[str]:
