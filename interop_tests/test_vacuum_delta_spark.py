@@ -10,6 +10,7 @@ must find nothing left to delete.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,10 @@ def test_delta_spark_reads_the_table_after_deltalog_vacuum(
     orphan = os.path.join(root, "p=b", "part-dead-task.parquet")
     with open(orphan, "wb") as f:
         f.write(b"not even parquet")
+    # A dead task's file from a minute ago: older than the cutoff (now - 0 h) whatever the
+    # filesystem clock's granularity (in one CI run its mtime was not before the cutoff).
+    old = time.time() - 60
+    os.utime(orphan, (old, old))
 
     table = DeltaTable(root)
     dry = table.vacuum(0, enforce_retention_duration=False)
