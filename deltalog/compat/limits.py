@@ -132,6 +132,13 @@ KNOWN: tuple[Limitation, ...] = (
         "delta-rs does not support the typeWidening(-preview) feature",
     ),
     Limitation(
+        "delta-spark",
+        "typeWidening(-preview)?",
+        r"DELTA_UNSUPPORTED_TYPE_CHANGE_IN_PREVIEW",
+        "delta-spark 3.x reads only the type changes of the typeWidening preview "
+        "(delta-spark 4.0 and later read them all)",
+    ),
+    Limitation(
         "kernel",
         "variantType(-preview)?",
         r"variant is not supported",
