@@ -176,8 +176,8 @@ KNOWN: tuple[Limitation, ...] = (
         "deltalog",
         None,
         "",
-        "deltalog reads an empty string partition value as null; delta-spark, Kernel and "
-        "delta-rs read an empty string",
+        "deltalog reads an empty string partition value as null, as the protocol says; "
+        "delta-spark, Kernel and delta-rs read an empty string",
         field="columns",
         equalise=_nulls_and_values_together,
         where=_has_empty_partition_value,
