@@ -27,6 +27,9 @@ share_test_modules()
 # Delta Kernel (Java): its jars from Maven and the compiled probe, once per session.
 from kernelutil import kernel, old_kernel  # noqa: E402
 
+# Per-module counts and times, printed at the end of the run (CI logs keep nothing else).
+from module_tally import ModuleTally  # noqa: E402
+
 # The object-store servers' fixtures.
 from servers.fixtures import (  # noqa: E402
     azurite_server,
@@ -55,6 +58,18 @@ __all__ = [
 
 #: The module that compares every engine on every table made here: it runs last.
 LAST_MODULE = "test_zz_compat_every_table.py"
+
+
+_TALLY = ModuleTally("interop_tests, per module (tests by outcome; seconds):")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _TALLY.add(report)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _TALLY.lines():
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
