@@ -8,6 +8,10 @@ rows (count and per-column checksums, deletion vectors applied). See :mod:`kerne
 Kernel appends to a partitioned table and to one with deletion vectors; Kernel 4.4 refuses to
 write to a column-mapped table ("Writing into column mapping enabled table is not supported
 yet"), so that is not tried.
+
+The module is marked ``spark`` although it starts no Spark session: CI's second pass (the
+PySpark 3.5 line, ``-m spark``) runs it too, so Kernel is checked against deltalog on both
+lines' environments.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from kernelutil import KernelProbe, OldKernelFiles, assert_same
 import deltalog.checkpoints.v2 as v2
 import deltalog.maintenance.checkpointing as checkpointing
 from deltalog import DeltaTable, TimestampOutOfRangeError, write_table
+
+pytestmark = pytest.mark.spark
 
 #: delta-spark's sidecar names, which Kernel 3.2-4.1 parse a version out of.
 SPARK_SIDECAR = re.compile(r"^\d{20}\.checkpoint\.\d{10}\.\d{10}\.[0-9a-f-]{36}\.parquet$")
