@@ -49,6 +49,8 @@
     │   ├── InvalidPredicateError     a partition predicate that names other columns or bad values
     │   │   └── ReplaceWhereMismatchError  written data falls outside an overwrite's predicate
     │   ├── InvalidExpressionError    an UPDATE/MERGE SQL expression that does not parse or fit
+    │   ├── InvalidMergeClausesError  a MERGE with no clause, or a clause without a condition
+    │   │                             before another of its kind
     │   └── MultipleSourceRowMatchError  a MERGE matched one target row with several source rows
     ├── SparkWriteError               the Spark job writing a DataFrame's files failed
     ├── CannotVacuumLiteError         lite vacuum needs commits that log cleanup removed
@@ -413,6 +415,18 @@ class InvalidExpressionError(InvalidInputError):
     It does not parse, names a column or function that does not exist, gives a value whose
     type does not fit where it goes (a string column assigned to an int column, ...), or fails
     on a row (an overflow, a division by zero, a string that is not a number).
+    """
+
+
+class InvalidMergeClausesError(InvalidInputError):
+    """A MERGE's ``when_...`` clauses are refused; nothing was written.
+
+    The merge has no clause (delta-spark's ``DELTA_MERGE_MISSING_WHEN``), or a clause without a
+    condition is followed by another clause of its kind, which it would leave no row to take:
+    only the last ``MATCHED``, ``NOT MATCHED`` or ``NOT MATCHED BY SOURCE`` clause may omit its
+    condition (delta-spark's ``DELTA_NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION``,
+    ``DELTA_NON_LAST_NOT_MATCHED_CLAUSE_OMIT_CONDITION`` and
+    ``DELTA_NON_LAST_NOT_MATCHED_BY_SOURCE_CLAUSE_OMIT_CONDITION``).
     """
 
 

@@ -4,7 +4,11 @@ After each interop test (:func:`collect_after` from an autouse fixture in ``conf
 session's temporary directory (``tmp_path`` and ``tmp_path_factory`` directories alike) is
 searched for directories holding a ``_delta_log``; each new or changed one is copied into the
 registry's own directory, so a later test or fixture that removes or rewrites it does not take
-it away, and is remembered with the test that made (or last changed) it.
+it away, and is remembered with the test that made (or last changed) it. Hadoop's hidden
+checksum files (``.part-0.parquet.crc``, ``_delta_log/.00000000000000000001.json.crc``) are left
+out of the copy: one left stale by a later rewrite of its file (by deltalog, which writes none)
+makes delta-spark's reader log a ``ChecksumException``, and without it Hadoop reads the file
+unchecked. Delta's own version checksums (``_delta_log/00000000000000000001.crc``) are copied.
 ``interop_tests/test_zz_compat_every_table.py``, ordered last, compares every engine on them.
 
 Tables on the object-store test servers (moto's S3, Azurite, the GCS server) are not collected:
@@ -129,11 +133,24 @@ def _fingerprint(table: Path) -> tuple[object, ...] | None:
     return (tuple(log), tuple(top))
 
 
+def hadoop_checksums(folder: str, names: list[str]) -> set[str]:
+    """The hidden Hadoop checksum files (``.<name>.crc``) among ``names`` in ``folder``.
+
+    A ``shutil.copytree`` ``ignore`` callable. Delta's version checksum files
+    (``00000000000000000001.crc``, not hidden) are not among them.
+    """
+    return {
+        n
+        for n in names
+        if n.startswith(".") and n.endswith(".crc") and os.path.isfile(os.path.join(folder, n))
+    }
+
+
 def _copy(table: Path, copy: Path) -> bool:
-    """Replace ``copy`` with ``table``'s files; ``False`` when it vanished meanwhile."""
+    """Replace ``copy`` with ``table``'s files but Hadoop's checksums; ``False`` if it vanished."""
     shutil.rmtree(copy, ignore_errors=True)
     try:
-        shutil.copytree(table, copy, symlinks=True)
+        shutil.copytree(table, copy, symlinks=True, ignore=hadoop_checksums)
     except (OSError, shutil.Error):
         shutil.rmtree(copy, ignore_errors=True)
         return False

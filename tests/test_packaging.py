@@ -33,8 +33,10 @@ CONSTRAINTS = ROOT / "scripts" / "constraints" / "spark4.txt"
 pytestmark = pytest.mark.packaging
 
 
-def _run(argv: list[str], cwd: Path, timeout: float = 900) -> str:
+def _run(argv: list[str], cwd: Path, timeout: float = 900, tmpdir: Path | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     done = subprocess.run(
         argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -185,8 +187,11 @@ def test_installed_wheel(extra: str, wheel: Path, tmp_path: Path) -> None:
     if extra == "none":
         # An unrelated PyPI package named 'checkpoints' beside deltalog changes nothing.
         _run([*pip, "--no-deps", "checkpoints"], cwd=outside)
-    out = _run([python, str(INSTALLED / "smoke.py"), extra], cwd=outside)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = _run([python, str(INSTALLED / "smoke.py"), extra], cwd=outside, tmpdir=scratch)
     assert out.strip().endswith("smoke passed"), out
+    assert not list(scratch.iterdir())  # the smoke test's tables are removed
     listed = _run([python, "-m", "pip", "list", "--format=freeze"], cwd=outside).lower()
     assert "delta-spark" not in listed  # no extra brings delta-spark
     if extra != "spark":

@@ -29,7 +29,7 @@ from deltalog.write.table_changes import protocol_for_schema
 
 from .handle import OperationSettings, TableHandle
 from .merge_builder import MergeClauses, merge_aliases
-from .merge_clauses import NOT_MATCHED, Clause, merge_parameters
+from .merge_clauses import NOT_MATCHED, Clause, check_clauses, merge_parameters
 from .merge_exec import MergeCounts, execute_merge
 from .merge_plan import MergePlan
 from .results import DmlResult
@@ -84,7 +84,9 @@ class TableMerger(MergeClauses):
             ``numSourceRows``, ...).
 
         Raises:
-            InvalidInputError: No clause was added, or the source cannot be read.
+            InvalidMergeClausesError: No clause was added, or a clause without a condition
+                comes before another of its kind (only the last may omit it).
+            InvalidInputError: The source cannot be read.
             InvalidPredicateError: A condition does not parse, names an unknown or ambiguous
                 column, or is not boolean.
             InvalidExpressionError: An assignment is refused (unknown column, a value of the
@@ -101,8 +103,7 @@ class TableMerger(MergeClauses):
         Nothing is committed, and every file written is deleted, when any of these is raised
         (but for a store failure after which the commit may have landed).
         """
-        if not self._clauses:
-            raise InvalidInputError("a merge needs at least one when_... clause")
+        check_clauses(self._clauses)
         timer = Timer()
         try:
             source = self._source.read_all()

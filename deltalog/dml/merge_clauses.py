@@ -4,6 +4,8 @@ A clause is one of ``WHEN MATCHED [AND cond] THEN UPDATE SET ... | UPDATE SET * 
 ``WHEN NOT MATCHED [AND cond] THEN INSERT (...) | INSERT *`` and
 ``WHEN NOT MATCHED BY SOURCE [AND cond] THEN UPDATE SET ... | DELETE``; clauses of each kind
 apply in the order given, the first whose condition holds taking a row (as in delta-spark).
+:func:`check_clauses` refuses what delta-spark refuses: no clause, or a clause without a
+condition before another of its kind (no row would reach the later one).
 :func:`merge_parameters` gives the commit's ``operationParameters`` as delta-spark's
 ``DeltaOperations.Merge`` writes them.
 """
@@ -16,14 +18,28 @@ from typing import Any
 
 import orjson
 
-from deltalog.errors import InvalidExpressionError, InvalidPredicateError
+from deltalog.errors import InvalidExpressionError, InvalidMergeClausesError, InvalidPredicateError
 from deltalog.stats.sql_expression import Expr, parse_expression
 
-__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "merge_parameters"]
+__all__ = [
+    "MATCHED",
+    "NOT_MATCHED",
+    "NOT_MATCHED_BY_SOURCE",
+    "Clause",
+    "check_clauses",
+    "merge_parameters",
+]
 
 MATCHED = "matched"
 NOT_MATCHED = "not_matched"
 NOT_MATCHED_BY_SOURCE = "not_matched_by_source"
+
+#: Each kind as a MERGE statement spells it (in error messages).
+_SPELLED = {
+    MATCHED: "WHEN MATCHED",
+    NOT_MATCHED: "WHEN NOT MATCHED",
+    NOT_MATCHED_BY_SOURCE: "WHEN NOT MATCHED BY SOURCE",
+}
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,29 @@ class Clause:
             out["predicate"] = self.condition_text or str(self.condition)
         out["actionType"] = self.action
         return out
+
+
+def check_clauses(clauses: Sequence[Clause]) -> None:
+    """Refuse the clause lists delta-spark refuses, before anything is read or written.
+
+    Raises:
+        InvalidMergeClausesError: No clause, or a clause without a condition followed by
+            another clause of its kind (delta-spark's
+            ``DELTA_NON_LAST_MATCHED_CLAUSE_OMIT_CONDITION`` and its ``NOT MATCHED`` and
+            ``NOT MATCHED BY SOURCE`` twins): only the last clause of a kind may omit it.
+    """
+    if not clauses:
+        raise InvalidMergeClausesError("a merge needs at least one when_... clause")
+    for kind, spelled in _SPELLED.items():
+        of_kind = [c for c in clauses if c.kind == kind]
+        for position, clause in enumerate(of_kind[:-1], start=1):
+            if clause.condition is None:
+                raise InvalidMergeClausesError(
+                    f"{spelled} clause {position} of {len(of_kind)} ({spelled} THEN "
+                    f"{clause.action.upper()}) has no condition, so no row would reach the "
+                    f"{spelled} clauses after it: only the last {spelled} clause may omit its "
+                    "condition (delta-spark refuses it too)"
+                )
 
 
 def merge_parameters(condition_text: str, clauses: Sequence[Clause]) -> dict[str, Any]:

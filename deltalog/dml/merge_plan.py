@@ -10,8 +10,10 @@ merge condition's top-level ``AND`` into
 * **source-only** conjuncts: a source row failing one matches nothing;
 * the **rest**, evaluated on each joined pair.
 
-It resolves the clauses' assignments (``UPDATE SET *`` / ``INSERT *`` become one assignment
-per target column from the source column of the same name), evolves the schema with
+It refuses a clause list delta-spark refuses (no clause, or a clause without a condition
+before another of its kind: :func:`~deltalog.dml.merge_clauses.check_clauses`), resolves the
+clauses' assignments (``UPDATE SET *`` / ``INSERT *`` become one assignment per target column
+from the source column of the same name), evolves the schema with
 ``schema_mode="merge"`` (the source's new columns are added when a ``*`` clause exists, as
 delta-spark's ``autoMerge``), and lists the target columns the scan must read. Every
 expression is then evaluated once on empty tables, so unknown columns and type errors are
@@ -41,7 +43,7 @@ from deltalog.stats.sql_expression import (
 )
 from deltalog.write.assignments import Assignment, parse_assignments
 
-from .merge_clauses import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause
+from .merge_clauses import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, check_clauses
 
 __all__ = ["MergePlan", "ResolvedClause"]
 
@@ -79,6 +81,8 @@ class MergePlan:
         output_schema: The schema rows are written with (the target's, or the evolved one).
 
     Raises:
+        InvalidMergeClausesError: No clause, or a clause without a condition before another
+            of its kind.
         InvalidPredicateError: The condition or a clause condition names an unknown or
             ambiguous column, or is not boolean.
         InvalidExpressionError: An assignment is refused (unknown column, type mismatch, a
@@ -97,6 +101,7 @@ class MergePlan:
         output_schema: StructType,
         evolve: bool,
     ) -> None:
+        check_clauses(clauses)
         self.snapshot = snapshot
         self.source = source
         self.target_alias = target_alias

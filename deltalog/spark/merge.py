@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from deltalog.dml.merge_builder import MergeClauses, merge_aliases
-from deltalog.dml.merge_clauses import Clause
+from deltalog.dml.merge_clauses import Clause, check_clauses
 from deltalog.dml.results import DmlResult
 from deltalog.errors import (
     ConflictingOptionsError,
@@ -153,7 +153,8 @@ class SparkMerger(MergeClauses):
 
         Raises:
             TableNotFoundError: No Delta table at the URI.
-            InvalidInputError: No clause was added.
+            InvalidMergeClausesError: No clause was added, or a clause without a condition
+                comes before another of its kind (only the last may omit it).
             InvalidPredicateError: A condition does not parse, names an unknown or ambiguous
                 column, or is not boolean.
             InvalidExpressionError: An assignment is refused (unknown column, a value of the
@@ -172,8 +173,7 @@ class SparkMerger(MergeClauses):
         Nothing is committed, and every file written is deleted, when any of these is raised
         (but for a store failure after which the commit may have landed).
         """
-        if not self._clauses:
-            raise InvalidInputError("a merge needs at least one when_... clause")
+        check_clauses(self._clauses)
         request = MergeRequest(
             uri=self._uri,
             source=self._source,

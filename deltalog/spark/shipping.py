@@ -16,13 +16,18 @@ A Spark Connect client has no ``SparkContext``; it ships the zip with
 ``spark.addArtifacts(str(package_zip()), pyfile=True)`` (tested in
 ``tests/spark/test_spark_connect.py``).
 
-deltalog is pure Python, so :func:`package_zip` zips the installed package as it is.
+deltalog is pure Python, so :func:`package_zip` zips the installed package as it is. Its
+default zip lives in a temporary directory removed when the interpreter exits: ``addPyFile``
+only registers the path, and the executors (in local mode too) copy the file from it when their
+first task starts, so it must outlive the call.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -49,17 +54,13 @@ def package_zip(path: str | os.PathLike[str] | None = None) -> Path:
 
     Args:
         path: Where to write it (default: ``deltalog-<version>.zip`` in a new temporary
-            directory).
+            directory, removed with the zip when this Python exits).
 
     Returns:
         The zip's path.
     """
     package = Path(deltalog.__file__).resolve().parent
-    out = (
-        Path(tempfile.mkdtemp(prefix="deltalog-zip-")) / f"deltalog-{deltalog.__version__}.zip"
-        if path is None
-        else Path(path)
-    )
+    out = _scratch_dir() / f"deltalog-{deltalog.__version__}.zip" if path is None else Path(path)
     entries: list[tuple[str, Path]] = []
     # followlinks: in a source checkout logstores/ and checkpoints/ are symlinked in.
     for folder, dirs, files in os.walk(package, followlinks=True):
@@ -75,6 +76,23 @@ def package_zip(path: str | os.PathLike[str] | None = None) -> Path:
             info.external_attr = 0o644 << 16
             archive.writestr(info, source.read_bytes())
     return out
+
+
+def _scratch_dir() -> Path:
+    """A new temporary directory, removed when this interpreter exits (not when a fork does).
+
+    Spark reads the zip after :func:`package_zip` returns: ``addPyFile`` registers the path
+    and the executors fetch the file from it when a task first needs it, so the directory
+    stays for the life of the process.
+    """
+    folder = tempfile.mkdtemp(prefix="deltalog-zip-")
+    atexit.register(_remove_scratch, folder, os.getpid())
+    return Path(folder)
+
+
+def _remove_scratch(folder: str, owner: int) -> None:
+    if os.getpid() == owner:  # a forked child inherits the handler, not the directory
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def missing_on_executors(error: str) -> str | None:

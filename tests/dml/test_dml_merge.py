@@ -20,12 +20,16 @@ from deltalog import (
     DeltaTable,
     InvalidExpressionError,
     InvalidInputError,
+    InvalidMergeClausesError,
     InvalidOptionError,
     InvalidPredicateError,
     MultipleSourceRowMatchError,
     RowTrackingRewriteError,
     write_table,
 )
+from deltalog.dml.merge_clauses import MATCHED, NOT_MATCHED, Clause
+from deltalog.dml.merge_plan import MergePlan
+from deltalog.stats.sql_expression import parse_expression
 
 SOURCE = pa.table({"id": [1, 3, 20, 21], "p": ["x", "b", "a", "b"], "v": [10.0, 30.0, 2.0, 2.1]})
 
@@ -175,6 +179,77 @@ def test_bad_clauses_write_nothing(tmp_path: Path, build: Any, error: type[Excep
     with pytest.raises(error):
         build(table.merge(source, "t.id = s.id", "s", "t")).execute()
     assert data_files(table.uri) == on_disk and DeltaTable(table.uri).version() == 1
+
+
+@pytest.mark.parametrize(
+    ("build", "kind"),
+    [
+        (lambda m: m.when_matched_update({"v": "s.v"}).when_matched_delete("s.v > 1"), "MATCHED"),
+        (lambda m: m.when_matched_delete().when_matched_update_all(), "MATCHED"),
+        (
+            lambda m: (
+                m.when_not_matched_insert_all()
+                .when_matched_delete()
+                .when_not_matched_insert({"id": "s.id"}, "s.v > 1")
+            ),
+            "NOT MATCHED",
+        ),
+        (
+            lambda m: m.when_not_matched_by_source_delete().when_not_matched_by_source_update(
+                {"v": "0"}, "t.v > 1"
+            ),
+            "NOT MATCHED BY SOURCE",
+        ),
+    ],
+)
+def test_only_the_last_clause_of_a_kind_may_omit_its_condition(
+    tmp_path: Path, build: Any, kind: str
+) -> None:
+    """delta-spark's DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION: refused before anything is written."""
+    table = make_table(tmp_path / "t", dv=False)
+    on_disk = data_files(table.uri)
+    source = pa.table({"id": [1, 30], "p": ["b", "a"], "v": [1.5, 3.0]})
+    with pytest.raises(InvalidMergeClausesError, match=f"only the last WHEN {kind} clause"):
+        build(table.merge(source, "t.id = s.id", "s", "t")).execute()
+    assert data_files(table.uri) == on_disk and DeltaTable(table.uri).version() == 1
+    # One clause of each kind without a condition, kinds interleaved: accepted.
+    result = (
+        table.merge(source, "t.id = s.id", "s", "t")
+        .when_matched_update({"v": "s.v"}, "s.v > 2")
+        .when_not_matched_insert_all()
+        .when_matched_delete()
+        .when_not_matched_by_source_delete("t.id > 10")
+        .when_not_matched_by_source_update({"v": "0"})
+        .execute()
+    )
+    m = result.metrics
+    assert (m["numTargetRowsMatchedDeleted"], m["numTargetRowsInserted"]) == (1, 1)
+    assert m["numTargetRowsNotMatchedBySourceDeleted"] == 9
+
+
+def test_the_shared_plan_refuses_the_clause_order(tmp_path: Path) -> None:
+    """MergePlan, which the Python and the Spark merge both build, checks the order itself."""
+    snapshot = make_table(tmp_path / "t", dv=False).snapshot
+    source = pa.table({"id": [1], "v": [1.0]})
+
+    def plan(*clauses: Clause) -> MergePlan:
+        return MergePlan(
+            snapshot,
+            source,
+            parse_expression("t.id = s.id"),
+            clauses,
+            target_alias="t",
+            source_alias="s",
+            output_schema=snapshot.schema,
+            evolve=False,
+        )
+
+    with pytest.raises(InvalidMergeClausesError, match="only the last WHEN MATCHED clause"):
+        plan(Clause.build(MATCHED, "delete", None), Clause.build(MATCHED, "delete", "s.v > 0"))
+    with pytest.raises(InvalidMergeClausesError, match="at least one"):
+        plan()
+    last = Clause.build(NOT_MATCHED, "insert", None, {"id": "s.id"})
+    assert len(plan(Clause.build(MATCHED, "delete", "s.v > 0"), last).not_matched) == 1
 
 
 @pytest.mark.parametrize(

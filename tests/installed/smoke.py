@@ -2,19 +2,30 @@
 
 Run from a directory outside the source tree with the venv's python:
 ``python smoke.py EXTRA[,EXTRA...]`` (``none`` for no extras). Exits non-zero on the first
-failed check; prints one line per check.
+failed check; prints one line per check. The tables it makes are in temporary directories
+removed when it exits, passed or failed.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import pkgutil
+import shutil
 import subprocess
 import sys
 import tempfile
 
 extras = set(sys.argv[1].split(",")) - {"none"}
+
+
+def scratch(prefix: str) -> str:
+    """A new temporary directory, removed when the script exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
 
 # The package comes from site-packages, not from a source checkout.
 import deltalog  # noqa: E402
@@ -70,7 +81,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from deltalog import DeltaTable, MissingExtraError, StorageConfigurationError  # noqa: E402
 
-root = tempfile.mkdtemp(prefix="deltalog-smoke-")
+root = scratch("deltalog-smoke-")
 table = DeltaTable.create(
     root, pa.schema([("id", pa.int64()), ("day", pa.string())]), partition_by=["day"]
 )
@@ -82,7 +93,7 @@ assert not DeltaTable(root).check().findings
 print("ok create, append, read, check")
 
 # Typed statistics in the table's checkpoints when it asks, and filters pruned by them.
-typed_root = tempfile.mkdtemp(prefix="deltalog-smoke-typed-")
+typed_root = scratch("deltalog-smoke-typed-")
 typed = DeltaTable.create(
     typed_root,
     pa.schema([("id", pa.int64())]),

@@ -45,6 +45,33 @@ def test_package_zip_holds_the_package_and_is_reproducible(tmp_path: Path) -> No
     assert default.name == f"deltalog-{deltalog.__version__}.zip"
 
 
+def test_the_default_zip_is_removed_when_the_interpreter_exits(tmp_path: Path) -> None:
+    """It outlives the call (Spark fetches it later) and a fork's exit, not the process."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    code = (
+        "import os, sys\n"
+        "from deltalog.spark import package_zip\n"
+        "zipped = package_zip()\n"
+        "if os.fork() == 0:\n"
+        "    sys.exit(0)  # a forked child's exit runs the inherited atexit handlers\n"
+        "os.wait()\n"
+        "assert zipped.is_file(), zipped\n"
+        "print(zipped)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TMPDIR": str(scratch)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).parent.parent == scratch  # it was made there
+    assert not list(scratch.iterdir())  # and is gone
+
+
 def test_a_python_without_deltalog_imports_it_from_the_zip(tmp_path: Path) -> None:
     shipped = package_zip(tmp_path / "deltalog.zip")
     python = bare_python(tmp_path)

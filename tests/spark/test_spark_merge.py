@@ -19,6 +19,7 @@ from deltalog import (
     DeltaTable,
     InvalidExpressionError,
     InvalidInputError,
+    InvalidMergeClausesError,
     InvalidOptionError,
     InvalidPredicateError,
     MultipleSourceRowMatchError,
@@ -239,6 +240,33 @@ def test_bad_arguments(spark: Any, tmp_path: Path) -> None:
             .execute()
         )
     assert DeltaTable(uri).version() == 0
+
+
+def test_only_the_last_clause_of_a_kind_may_omit_its_condition(spark: Any, tmp_path: Path) -> None:
+    """delta-spark's DELTA_NON_LAST_*_CLAUSE_OMIT_CONDITION, refused before any Spark job."""
+    uri = _table(tmp_path)
+    before = _files(uri)
+    source = _source(spark, [(1, "a", 1), (30, "b", 0)], "id long, v string, p long")
+
+    def start() -> Any:
+        return spark_merge(spark, uri, source, "target.id = source.id")
+
+    for kind, merger in [
+        ("MATCHED", start().when_matched_delete().when_matched_update_all("source.v > 'a'")),
+        (
+            "NOT MATCHED",
+            start().when_not_matched_insert_all().when_not_matched_insert_all("source.id > 1"),
+        ),
+        (
+            "NOT MATCHED BY SOURCE",
+            start()
+            .when_not_matched_by_source_delete()
+            .when_not_matched_by_source_delete("target.id > 1"),
+        ),
+    ]:
+        with pytest.raises(InvalidMergeClausesError, match=f"only the last WHEN {kind} clause"):
+            merger.execute()
+    assert DeltaTable(uri).version() == 0 and _files(uri) == before
 
 
 def _append(uri: str, ids: list[int], p: int, *, read_first: bool) -> None:
