@@ -12,7 +12,8 @@ statistics of an ``id`` range prune files), ``p`` int (``id`` in twentieths of t
 the same session, the engines alternate workload by workload, ``--repeat`` times (default 3;
 a first round warms both up and is not kept):
 
-* ``count``: ``load(path).count()`` vs ``deltalog.spark.read(spark, path).count()``;
+* ``count``: ``load(path).count()`` vs ``deltalog.spark.read(spark, path).count()`` and
+  ``deltalog.spark.count(spark, path)`` (from the log's ``numRecords``, as delta-spark's);
 * ``part_agg``: ``p = 3 AND x < 0.5``, then ``sum(y), count(*)``: delta-spark's
   ``load(path).filter(...)``, deltalog's ``read(..., filter=...)`` (files pruned on the driver,
   rows filtered by Spark) and ``read(...).filter(...)`` (every file read, Spark filters);
@@ -85,6 +86,7 @@ def _workloads(spark: Any, path: str, rows: int) -> dict[str, dict[str, Callable
         "count": {
             "delta-spark": lambda: ds().count(),
             "deltalog.spark": lambda: dl().count(),
+            "deltalog.spark.count": lambda: deltalog.spark.count(spark, path),
         },
         "part_agg": {
             "delta-spark": lambda: agg(ds().filter(PART_FILTER)),

@@ -3,7 +3,9 @@
 ``deltalog.spark.write(df, uri, ...)`` is the drop-in for ``df.write.format("delta")``: Spark's
 executors write the Parquet files and their statistics, the driver commits one transaction
 through deltalog's log stores. ``deltalog.spark.read(spark, uri, ...)`` is the drop-in for
-``spark.read.format("delta").load(uri)``: the executors read the live files with deltalog.
+``spark.read.format("delta").load(uri)``: the executors read the live files with deltalog;
+``deltalog.spark.count(spark, uri)`` answers its ``count()`` from the log's statistics, as
+delta-spark does.
 ``deltalog.spark.optimize(spark, uri, ...)`` compacts small files the same way (delta-spark's
 ``OPTIMIZE``); ``deltalog.spark.delete(spark, uri, predicate)`` and
 ``deltalog.spark.update(spark, uri, predicate, set)`` are delta-spark's ``DELETE`` and ``UPDATE``,
@@ -42,6 +44,7 @@ def _require_extra() -> None:
 _require_extra()
 
 from deltalog.dml.results import DmlResult  # noqa: E402
+from deltalog.spark.count import count  # noqa: E402
 from deltalog.spark.delete import delete  # noqa: E402
 from deltalog.spark.merge import SparkMerger, merge  # noqa: E402
 from deltalog.spark.optimize import (  # noqa: E402
@@ -65,6 +68,7 @@ __all__ = [
     "StagedOptimize",
     "StagedWrite",
     "WriteResult",
+    "count",
     "delete",
     "merge",
     "optimize",

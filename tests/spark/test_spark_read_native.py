@@ -196,3 +196,36 @@ def test_many_files_are_listed_without_a_spark_job(spark: Any, tmp_path: Path) -
     assert set(tracker.getJobIdsForGroup(None)) == before
     assert spark.conf.get(key, None) is None  # the session's setting is back as it was
     assert sorted(r.id for r in frame.collect()) == list(range(40))
+
+
+def _round_trips(spark: Any, monkeypatch: pytest.MonkeyPatch, uri: str) -> int:
+    """How many py4j calls building ``read(spark, uri)`` makes (none run a job)."""
+    client = spark.sparkContext._gateway._gateway_client
+    calls = []
+    send = client.send_command
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return send(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(client, "send_command", counted)
+        read(spark, uri)
+    return len(calls)
+
+
+def test_building_a_read_does_not_cost_a_round_trip_per_file(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PySpark hands a list of paths to the JVM one element at a time; a read hands it whole."""
+    uris = []
+    for files in (3, 43):
+        uri = str(tmp_path / f"files{files}")
+        for start in range(files):
+            write_table(uri, pa.table({"id": pa.array([start], pa.int64())}), mode="append")
+        uris.append(uri)
+        read(spark, uri)  # the first read also makes one-time calls
+    few, many = (_round_trips(spark, monkeypatch, u) for u in uris)
+    assert many == few
+    assert read(spark, uris[1]).count() == 43
+    assert sorted(r.id for r in read(spark, uris[1]).collect()) == list(range(43))
