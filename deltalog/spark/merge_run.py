@@ -180,14 +180,14 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
             tx.update_protocol(upgrade)
         tx.update_metadata(schema=schema, configuration=configuration)
     files = _files_read(tx, plan)
-    snapshot_now = table.snapshot
+    # plain files are read by Spark's Parquet reader, the rest by deltalog's (mapInArrow)
     target = split_target(
         table._storage.root,
         files,
-        snapshot_now.schema,
-        snapshot_now.partition_columns,
-        snapshot_now.configuration,
-        snapshot_now.protocol,
+        snapshot.schema,
+        snapshot.partition_columns,
+        snapshot.configuration,
+        snapshot.protocol,
     )
     joined = _joined(spark, table, request, plan, target, options, use_dvs=use_dvs)
     # the counting pass reads only the target columns the conditions name, and no target row
