@@ -10,8 +10,9 @@ Connect works too):
 2. **Scan**: the candidate target files (every live file when a ``NOT MATCHED BY SOURCE``
    clause exists, else those the condition's target-only part may match, by partition values
    and statistics) are recorded as read, with the partition part of that predicate as the read
-   predicate (as delta-spark's MERGE reads), and read on the executors
-   (:func:`deltalog.spark.merge_scan.positions_task`) with each row's file and position.
+   predicate (as delta-spark's MERGE reads), and read with each row's file and position:
+   plain files by Spark's own Parquet reader (:mod:`deltalog.spark.merge_native`), the rest
+   on the executors by deltalog's reader (:func:`deltalog.spark.merge_scan.positions_task`).
 3. **Join**: Spark joins the scan (aliased as the target) with the source on the merge
    condition: inner, left, right or full outer, as the clauses (and copy-on-write, which must
    copy the untouched rows of touched files) need. Each joined row gets the id of the clause
@@ -55,6 +56,7 @@ from deltalog.protocol.column_mapping import map_new_columns
 from deltalog.protocol.schema import StructType
 from deltalog.read import FileRows, _deleted_rows
 from deltalog.spark.job import run_job
+from deltalog.spark.merge_native import NativeTarget, split_target
 from deltalog.spark.merge_scan import (
     FILE_COLUMN,
     PHYSICAL_COLUMN,
@@ -135,6 +137,8 @@ class _Counts:
     most_matches: int = 0
     #: Per touched file (deletion vectors): the positions taken out and the file's row count.
     taken: dict[str, tuple[set[int], int]] = field(default_factory=dict)
+    #: The scan's names (:data:`FILE_COLUMN` values) of the touched files.
+    touched_keys: set[str] = field(default_factory=set)
 
 
 def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
@@ -176,7 +180,16 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
             tx.update_protocol(upgrade)
         tx.update_metadata(schema=schema, configuration=configuration)
     files = _files_read(tx, plan)
-    joined = _joined(spark, table, request, plan, files, options, use_dvs=use_dvs)
+    # plain files are read by Spark's Parquet reader, the rest by deltalog's (mapInArrow)
+    target = split_target(
+        table._storage.root,
+        files,
+        snapshot.schema,
+        snapshot.partition_columns,
+        snapshot.configuration,
+        snapshot.protocol,
+    )
+    joined = _joined(spark, table, request, plan, target, options, use_dvs=use_dvs)
     # the counting pass reads only the target columns the conditions name, and no target row
     # no clause can take (as delta-spark's search for touched files prunes its scan and join)
     counting = _joined(
@@ -184,15 +197,15 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         table,
         request,
         plan,
-        files,
+        target,
         options,
         use_dvs=use_dvs,
         columns=_condition_columns(request, plan),
         untouched=False,
     )
-    counts = _count(counting, plan, use_dvs=use_dvs)
+    counts = _count(counting, plan, target, use_dvs=use_dvs)
     if plan.matched and counts.most_matches > 1 and not _one_unconditional_delete(plan):
-        _check_multiple_matches(joined, request, plan)
+        _check_multiple_matches(joined, request, plan, target)
     merge_counts = _merge_counts(counts, plan, request.source.count())
     merge_counts.scan_ms = timer.lap_ms()
     rewrite = RowRewrite(
@@ -276,7 +289,7 @@ def _joined(
     table: DeltaTable,
     request: MergeRequest,
     plan: MergePlan,
-    files: pa.Table,
+    files: NativeTarget,
     options: dict[str, str],
     *,
     use_dvs: bool,
@@ -285,6 +298,7 @@ def _joined(
 ) -> DataFrame:
     """Target scan joined with the source, with the id of the clause taking each row.
 
+    ``files``: the candidate files, split between Spark's Parquet reader and deltalog's.
     ``columns``: the target columns read (table order); ``None``: every column.
     ``untouched``: keep the target rows no source row matches even when no clause can take
     them (a copy-on-write rewrite copies them; the counting pass does not need them).
@@ -310,8 +324,14 @@ def _joined(
         (PHYSICAL_COLUMN, LongType()),
     ):
         out = out.add(StructField(name, kind, True))
-    descriptors = spark.createDataFrame(describe_files(files), FILES_DDL)
-    target = descriptors.mapInArrow(lambda batches: positions_task(scan, batches), out)
+    partition_columns = list(snapshot.partition_columns)
+    frames = []
+    if files.split.native:
+        frames.append(files.frame(spark, schema, partition_columns, names))
+    if files.split.rest.num_rows or not frames:
+        descriptors = spark.createDataFrame(describe_files(files.split.rest), FILES_DDL)
+        frames.append(descriptors.mapInArrow(lambda batches: positions_task(scan, batches), out))
+    target = frames[0] if len(frames) == 1 else frames[0].union(frames[1])
     target = target.withColumn(_TARGET_PRESENT, F.lit(True))
     source = request.source.withColumn(_SOURCE_PRESENT, F.lit(True))
     keep_target = bool(plan.by_source) or (untouched and not use_dvs and bool(plan.matched))
@@ -386,7 +406,9 @@ def _ids(
 
 
 # ---------------------------------------------------------------------- checks and counts
-def _check_multiple_matches(joined: DataFrame, request: MergeRequest, plan: MergePlan) -> None:
+def _check_multiple_matches(
+    joined: DataFrame, request: MergeRequest, plan: MergePlan, files: NativeTarget
+) -> None:
     """Refuse a target row matched by several source rows (delta-spark's rule).
 
     Only run when :func:`_count` found such a row: this query finds one to name.
@@ -410,8 +432,9 @@ def _check_multiple_matches(joined: DataFrame, request: MergeRequest, plan: Merg
         return
     first = many[0]
     values = first["row"].asDict(recursive=True)
+    path = files.resolve(first[FILE_COLUMN])[0]
     raise MultipleSourceRowMatchError(
-        f"the target row {values} (in {first[FILE_COLUMN]}) is matched by {first['n']} source "
+        f"the target row {values} (in {path}) is matched by {first['n']} source "
         "rows: which one updates it is ambiguous, as delta-spark refuses it. Deduplicate the "
         "source, or make the merge condition match at most one source row per target row. "
         "Nothing was written.",
@@ -428,14 +451,15 @@ def _one_unconditional_delete(plan: MergePlan) -> bool:
     return only.action == "delete" and only.condition is None
 
 
-def _count(joined: DataFrame, plan: MergePlan, *, use_dvs: bool) -> _Counts:
+def _count(joined: DataFrame, plan: MergePlan, files: NativeTarget, *, use_dvs: bool) -> _Counts:
     """One aggregation: rows each clause takes, touched files, copies, the most matches per row.
 
     First per target row (file and position; source-only rows per inserting clause), then per
     clause and file: a target row counts once however many source rows matched it, and the
     most matched pairs of any target row feeds the duplicate-match check. With deletion
     vectors the positions taken out of each file come along, so the join runs once here and
-    once for the write.
+    once for the write. A file's scan name is mapped back to its logged path, and its row
+    count, when Spark's reader read it, comes from ``files``.
     """
     from pyspark.sql import functions as F
 
@@ -465,7 +489,9 @@ def _count(joined: DataFrame, plan: MergePlan, *, use_dvs: bool) -> _Counts:
     rows = per_row.groupBy(_CLAUSE, FILE_COLUMN).agg(*aggregates).collect()
     counts = _Counts()
     for row in rows:
-        clause, path = row[_CLAUSE], row[FILE_COLUMN]
+        clause, key = row[_CLAUSE], row[FILE_COLUMN]
+        path, known = (None, None) if key is None else files.resolve(key)
+        physical = known if known is not None else row["physical"]
         counts.most_matches = max(counts.most_matches, int(row["pairs"] or 0))
         if clause is None:
             continue
@@ -474,11 +500,12 @@ def _count(joined: DataFrame, plan: MergePlan, *, use_dvs: bool) -> _Counts:
         counts.rows[clause] = counts.rows.get(clause, 0) + taken_rows
         if clause in changing and path is not None:
             counts.touched.add(path)
-            counts.physical[path] = int(row["physical"])
+            counts.touched_keys.add(key)
+            counts.physical[path] = int(physical)
             if use_dvs:
                 positions, _ = counts.taken.get(path, (set(), 0))
                 positions.update(int(p) for p in row["positions"])
-                counts.taken[path] = (positions, int(row["physical"]))
+                counts.taken[path] = (positions, int(physical))
         if path is not None:
             counts.taken_rows[path] = counts.taken_rows.get(path, 0) + taken_rows
     return counts
@@ -530,7 +557,7 @@ def _write(
     written_ids = _ids(plan, "update") + _ids(plan, "insert", (NOT_MATCHED,))
     wanted = clause.isin(written_ids) if written_ids else F.lit(False)
     if not use_dvs and counts.touched:
-        kept = F.col(FILE_COLUMN).isin(sorted(counts.touched)) & clause.isNull()
+        kept = F.col(FILE_COLUMN).isin(sorted(counts.touched_keys)) & clause.isNull()
         wanted = wanted | kept
     rows = joined.where(wanted).select(*_output_columns(request, plan, schema))
     return run_job(

@@ -148,6 +148,25 @@ def read_native(
     Raises:
         MissingDataFileError: A file the log names is gone (Spark checks every path).
     """
+    frame, selected = native_relation(spark, split, schema, partition_columns, columns)
+    return frame.select(*selected)
+
+
+def native_relation(
+    spark: SparkSession,
+    split: FileSplit,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    columns: Sequence[str],
+) -> tuple[DataFrame, list[Any]]:
+    """The split's native files as Spark's Parquet relation, and ``columns`` selected from it.
+
+    The relation itself still has Spark's hidden ``_metadata`` column (file path, row index),
+    which a projection would hide; :func:`read_native` selects the columns at once.
+
+    Raises:
+        MissingDataFileError: A file the log names is gone (Spark checks every path).
+    """
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStructType
@@ -177,7 +196,7 @@ def read_native(
                 f"a data file the log names does not exist: {exc}", path=split.root
             ) from exc
         raise
-    return frame.select(*selected)
+    return frame, selected
 
 
 def _parquet(spark: SparkSession, reader: Any, paths: Sequence[str]) -> DataFrame:

@@ -383,3 +383,43 @@ def test_counting_pass_reads_only_the_condition_columns(
     ).when_matched_delete(predicate="t.p = 0").execute()
     assert [c for c in seen[0] if not c.startswith("__deltalog")] == ["id", "p", "id", "w"]
     assert 2 not in [r[0] for r in _rows(uri)]
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_plain_target_files_are_read_by_sparks_parquet_reader(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioned: bool
+) -> None:
+    # only the files with a deletion vector go through deltalog's mapInArrow reader; the plain
+    # ones are read by Spark's own (file and row position from its _metadata column), and the
+    # deletion vectors the merge writes name exactly the rows it took out of both kinds
+    uri = _table(tmp_path, config=DV, partitioned=partitioned)
+    ids = range(10, 20)
+    more = {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids], "p": [i % 2 for i in ids]}
+    write_table(uri, pa.table(more), mode="append")
+    DeltaTable(uri).delete("id = 4")  # the file holding id 4 gets a deletion vector
+    files = DeltaTable(uri).snapshot.files.to_pylist()
+    with_dv = sorted(f["path"] for f in files if f["deletion_vector"] is not None)
+    assert len(with_dv) == 1 and len(files) > 1
+    described: list[list[str]] = []
+    describe = merge_run.describe_files
+
+    def recording(table: pa.Table) -> Any:
+        described.append(sorted(table.column("path").to_pylist()))
+        return describe(table)
+
+    monkeypatch.setattr(merge_run, "describe_files", recording)
+    source = _source(spark, [(2, "x"), (12, "x"), (3, "y"), (13, "q"), (30, "w")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_delete(predicate="s.v = 'x'")
+        .when_matched_update(set={"v": "s.v"})
+        .when_not_matched_insert(values={"id": "s.id", "v": "s.v", "p": 0})
+        .execute()
+    )
+    assert described == [with_dv, with_dv]  # the write pass's join and the counting pass's
+    kept = [(i, f"v{i}", i % 2) for i in range(20) if i not in (2, 3, 4, 12, 13)]
+    assert _rows(uri) == sorted([*kept, (3, "y", 1), (13, "q", 1), (30, "w", 0)])
+    m = result.metrics
+    assert m["numTargetRowsDeleted"] == 2 and m["numTargetRowsUpdated"] == 2
+    assert m["numTargetRowsInserted"] == 1 and m["numTargetRowsCopied"] == 0
+    assert DeltaTable(uri).check().ok
