@@ -37,7 +37,7 @@ Connect works too):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,8 @@ __all__ = ["MergeRequest", "before_commit", "run_merge"]
 _TARGET_PRESENT = "__deltalog_merge_t"
 _SOURCE_PRESENT = "__deltalog_merge_s"
 _CLAUSE = "__deltalog_merge_clause"
+#: Copy-on-write write pass: whether a target row's file is touched (replaces its file name).
+_TOUCHED = "__deltalog_merge_touched"
 #: Clause ids: matched clauses count from 0, by-source ones from here, inserts from ``_INSERT``.
 _BY_SOURCE = 1000
 _INSERT = 2000
@@ -189,7 +191,6 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         snapshot.configuration,
         snapshot.protocol,
     )
-    joined = _joined(spark, table, request, plan, target, options, use_dvs=use_dvs)
     # the counting pass reads only the target columns the conditions name, and no target row
     # no clause can take (as delta-spark's search for touched files prunes its scan and join)
     counting = _joined(
@@ -205,6 +206,7 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
     )
     counts = _count(counting, plan, target, use_dvs=use_dvs)
     if plan.matched and counts.most_matches > 1 and not _one_unconditional_delete(plan):
+        joined = _joined(spark, table, request, plan, target, options, use_dvs=use_dvs)
         _check_multiple_matches(joined, request, plan, target)
     merge_counts = _merge_counts(counts, plan, request.source.count())
     merge_counts.scan_ms = timer.lap_ms()
@@ -219,6 +221,11 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         metrics = _metrics(rewrite, merge_counts, timer, 0)
         return DmlResult(snapshot.version, "MERGE", False, metrics)
     try:
+        # the write pass's target rows carry whether their file is touched, not its name
+        copied_from = None if use_dvs or not counts.touched else counts.touched_keys
+        joined = _joined(
+            spark, table, request, plan, target, options, use_dvs=use_dvs, touched=copied_from
+        )
         rewrite.new_files = _write(
             joined, table, request, plan, counts, schema, configuration, use_dvs=use_dvs
         )
@@ -295,6 +302,7 @@ def _joined(
     use_dvs: bool,
     columns: Sequence[str] | None = None,
     untouched: bool = True,
+    touched: Collection[str] | None = None,
 ) -> DataFrame:
     """Target scan joined with the source, with the id of the clause taking each row.
 
@@ -302,6 +310,10 @@ def _joined(
     ``columns``: the target columns read (table order); ``None``: every column.
     ``untouched``: keep the target rows no source row matches even when no clause can take
     them (a copy-on-write rewrite copies them; the counting pass does not need them).
+    ``touched``: the scan names (:data:`FILE_COLUMN` values) of the touched files; when given,
+    each target row carries :data:`_TOUCHED` (whether its file is one of them) instead of its
+    file, position and row count, computed before the join: the join's shuffle and sort then
+    carry one boolean per row rather than a file URI (the copy-on-write write pass).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
@@ -332,6 +344,11 @@ def _joined(
         descriptors = spark.createDataFrame(describe_files(files.split.rest), FILES_DDL)
         frames.append(descriptors.mapInArrow(lambda batches: positions_task(scan, batches), out))
     target = frames[0] if len(frames) == 1 else frames[0].union(frames[1])
+    if touched is not None:
+        in_touched = F.col(FILE_COLUMN).isin(sorted(touched))
+        target = target.withColumn(_TOUCHED, in_touched).drop(
+            FILE_COLUMN, POSITION_COLUMN, PHYSICAL_COLUMN
+        )
     target = target.withColumn(_TARGET_PRESENT, F.lit(True))
     source = request.source.withColumn(_SOURCE_PRESENT, F.lit(True))
     keep_target = bool(plan.by_source) or (untouched and not use_dvs and bool(plan.matched))
@@ -557,7 +574,7 @@ def _write(
     written_ids = _ids(plan, "update") + _ids(plan, "insert", (NOT_MATCHED,))
     wanted = clause.isin(written_ids) if written_ids else F.lit(False)
     if not use_dvs and counts.touched:
-        kept = F.col(FILE_COLUMN).isin(sorted(counts.touched_keys)) & clause.isNull()
+        kept = F.col(_TOUCHED) & clause.isNull()  # see _joined's ``touched``
         wanted = wanted | kept
     rows = joined.where(wanted).select(*_output_columns(request, plan, schema))
     return run_job(
