@@ -26,7 +26,8 @@ Connect works too):
    conditions name and leaves out target rows no clause can take (a touched file's copied
    rows are its live rows less those taken), as delta-spark's search for touched files does.
 5. **Write**: a Spark job writes the new rows (updated copies and inserts; with
-   copy-on-write also the kept rows of touched files) with
+   copy-on-write also the kept rows of touched files, told by a flag set in the scan, before
+   the join's shuffle, not by the file's name) with
    :func:`deltalog.spark.job.run_job`; touched files are removed, or, with deletion vectors
    enabled, re-committed with a deletion vector naming the rows taken out
    (:class:`~deltalog.dml.rewrite.RowRewrite`).
