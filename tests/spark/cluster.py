@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -64,9 +65,21 @@ def _alive_workers(ui: str) -> int:
     try:
         with urllib.request.urlopen(f"{ui}/json/", timeout=5) as reply:
             state = json.loads(reply.read())
-    except OSError:
+    except (OSError, ValueError):  # not up yet, or not the master's page (see _bound_port)
         return 0
     return int(state.get("aliveworkers", 0))
+
+
+def _bound_port(log: Path, service: str) -> int | None:
+    """The port Spark says ``service`` listens on, from its log, once it is there.
+
+    A port :func:`free_port` found free can be taken by another process before Spark binds it;
+    Spark then takes the next one and logs which, so the log is the truth.
+    """
+    found = re.search(
+        rf"started service '{service}' on port (\d+)", log.read_text(errors="replace")
+    )
+    return int(found.group(1)) if found else None
 
 
 def _wait(what: str, ready: object, log: Path, procs: list[subprocess.Popen[bytes]]) -> None:
@@ -108,10 +121,14 @@ def standalone_cluster(work: Path, cores: int = 2) -> Iterator[Cluster]:
             )
 
         def master_up() -> bool:
-            with socket.socket() as s:
-                return s.connect_ex(("127.0.0.1", port)) == 0
+            return None not in (
+                _bound_port(master_log, "sparkMaster"),
+                _bound_port(master_log, "MasterUI"),
+            )
 
         _wait("the master", master_up, master_log, procs)
+        port, ui_port = _bound_port(master_log, "sparkMaster"), _bound_port(master_log, "MasterUI")
+        url, ui = f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}"
         with worker_log.open("wb") as out:
             procs.append(
                 subprocess.Popen(

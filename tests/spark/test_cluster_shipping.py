@@ -172,7 +172,11 @@ def _packed_venv(tmp_path: Path) -> Path:
                 pytest.fail(why)
             pytest.skip(why)
 
-    if not stamp.exists() or stamp.read_text() != "\n".join(pins):
+    def packer_runs() -> bool:  # a venv moved from elsewhere keeps scripts with dead shebangs
+        check = [str(py), "-c", "import venv_pack"]
+        return py.exists() and subprocess.run(check, capture_output=True).returncode == 0
+
+    if not stamp.exists() or stamp.read_text() != "\n".join(pins) or not packer_runs():
         shutil.rmtree(venv, ignore_errors=True)
         base = getattr(sys, "_base_executable", sys.executable)
         subprocess.run([base, "-m", "venv", str(venv)], check=True)
@@ -181,7 +185,7 @@ def _packed_venv(tmp_path: Path) -> Path:
     pip("--no-deps", "--force-reinstall", str(ROOT))
     archive = tmp_path / "executor-env.tar.gz"
     subprocess.run(
-        [str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(archive), "-q", "-f"],
+        [str(py), "-m", "venv_pack", "-p", str(venv), "-o", str(archive), "-q", "-f"],
         check=True,
         capture_output=True,
     )
