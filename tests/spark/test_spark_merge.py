@@ -463,3 +463,71 @@ def test_copy_on_write_write_pass_shuffles_no_file_name(
     m = result.metrics
     assert m["numTargetRowsUpdated"] == 1 and m["numTargetRowsInserted"] == 1
     assert m["numTargetRowsCopied"] == (4 if partitioned else 9)
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_counting_pass_streams_the_target_and_keeps_no_insert(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dv: bool
+) -> None:
+    # the counting pass joins inner (as delta-spark's search for touched files): Spark may
+    # broadcast the source instead of shuffling and sorting every target row with its file
+    # (benchmarks/bench_spark_merge.py); the inserted rows are counted from the files written
+    from pyspark.sql import functions as F
+
+    source_only: list[int] = []
+    count = merge_run._count
+
+    def recording(joined: Any, *args: Any, **kwargs: Any) -> Any:
+        source_only.append(joined.where(F.col(merge_run._TARGET_PRESENT).isNull()).count())
+        return count(joined, *args, **kwargs)
+
+    monkeypatch.setattr(merge_run, "_count", recording)
+    uri = _table(tmp_path, config=DV if dv else None)
+    source = _source(spark, [(1, "new1"), (2, "x"), (20, "ins20"), (21, "ins21"), (22, "no")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 1")
+        .when_not_matched_insert(values={"id": "s.id", "v": "s.v", "p": 0}, predicate="s.id = 20")
+        .when_not_matched_insert(values={"id": "s.id", "v": "s.v", "p": 1}, predicate="s.id = 21")
+        .execute()
+    )
+    assert source_only == [0]
+    kept = [(i, f"v{i}", i % 2) for i in range(10) if i != 1]
+    assert _rows(uri) == sorted([*kept, (1, "new1", 1), (20, "ins20", 0), (21, "ins21", 1)])
+    m = result.metrics
+    assert m["numTargetRowsUpdated"] == 1 and m["numTargetRowsInserted"] == 2
+    assert m["numTargetRowsCopied"] == (0 if dv else 9)
+    assert m["numOutputRows"] == 3 + m["numTargetRowsCopied"]
+
+
+def test_inserts_only_count_the_rows_written(spark: Any, tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    source = _source(spark, [(1, "x"), (20, "ins20"), (21, "ins21")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_not_matched_insert_all(except_cols=["p"])
+        .execute()
+    )
+    assert result.committed
+    m = result.metrics
+    assert m["numTargetRowsInserted"] == 2 and m["numOutputRows"] == 2
+    assert m["numTargetRowsCopied"] == 0 and m["numTargetFilesRemoved"] == 0
+    assert m["numSourceRows"] == 3
+    assert _rows(uri) == sorted(
+        [*[(i, f"v{i}", i % 2) for i in range(10)], (20, "ins20", None), (21, "ins21", None)]
+    )
+
+
+def test_inserting_nothing_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    before = _files(uri)
+    source = _source(spark, [(1, "x"), (20, "ins20")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 5")
+        .when_not_matched_insert_all(except_cols=["p"], predicate="s.id > 100")
+        .execute()
+    )
+    assert not result.committed and result.version == 0
+    assert result.metrics["numTargetRowsInserted"] == 0
+    assert _files(uri) == before
