@@ -233,7 +233,15 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         # the write pass's target rows carry whether their file is touched, not its name
         copied_from = None if use_dvs or not counts.touched else counts.touched_keys
         joined = _joined(
-            spark, table, request, plan, target, options, use_dvs=use_dvs, touched=copied_from
+            spark,
+            table,
+            request,
+            plan,
+            target,
+            options,
+            use_dvs=use_dvs,
+            untouched=bool(counts.touched),  # no touched file: no row to copy
+            touched=copied_from,
         )
         rewrite.new_files = _write(
             joined, table, request, plan, counts, schema, configuration, use_dvs=use_dvs

@@ -531,3 +531,39 @@ def test_inserting_nothing_commits_nothing(spark: Any, tmp_path: Path) -> None:
     assert not result.committed and result.version == 0
     assert result.metrics["numTargetRowsInserted"] == 0
     assert _files(uri) == before
+
+
+def test_inserts_beside_no_touched_file_join_no_untouched_target_row(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no file is touched, so the write pass has no row to copy: its join keeps no target row
+    # no source row matches (no full outer join of the whole target for two inserts)
+    import contextlib
+    import io
+
+    plans: list[str] = []
+    run_job = merge_run.run_job
+
+    def recording(df: Any, *args: Any, **kwargs: Any) -> Any:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            df.explain()
+        plans.append(text.getvalue())
+        return run_job(df, *args, **kwargs)
+
+    monkeypatch.setattr(merge_run, "run_job", recording)
+    uri = _table(tmp_path)
+    source = _source(spark, [(1, "x"), (20, "ins20")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 5")
+        .when_not_matched_insert_all(except_cols=["p"])
+        .execute()
+    )
+    (plan,) = plans
+    assert "FullOuter" not in plan and "LeftOuter" not in plan
+    assert result.committed
+    m = result.metrics
+    assert m["numTargetRowsInserted"] == 1 and m["numTargetRowsUpdated"] == 0
+    assert m["numTargetRowsCopied"] == 0 and m["numTargetFilesRemoved"] == 0
+    assert _rows(uri) == sorted([*[(i, f"v{i}", i % 2) for i in range(10)], (20, "ins20", None)])
