@@ -24,9 +24,14 @@ Connect works too):
    files and the metrics, and with deletion vectors the positions taken out: the join is
    computed once for it and once for the write. This pass reads only the target columns the
    conditions name and leaves out target rows no clause can take (a touched file's copied
-   rows are its live rows less those taken), as delta-spark's search for touched files does.
+   rows are its live rows less those taken) and source rows no target row matches (the
+   inserted rows are counted from the files written: written less updated and copied), as
+   delta-spark's search for touched files does: its join is inner (left with ``NOT MATCHED
+   BY SOURCE`` clauses), so Spark may broadcast the source instead of shuffling and sorting
+   every target row. A merge that only inserts skips it.
 5. **Write**: a Spark job writes the new rows (updated copies and inserts; with
-   copy-on-write also the kept rows of touched files) with
+   copy-on-write also the kept rows of touched files, told by a flag set in the scan, before
+   the join's shuffle, not by the file's name) with
    :func:`deltalog.spark.job.run_job`; touched files are removed, or, with deletion vectors
    enabled, re-committed with a deletion vector naming the rows taken out
    (:class:`~deltalog.dml.rewrite.RowRewrite`).
@@ -37,7 +42,7 @@ Connect works too):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +76,7 @@ from deltalog.stats.sql_expression import Column as ExprColumn
 from deltalog.stats.sql_expression import Expr, column_refs
 from deltalog.table import DeltaTable
 from deltalog.write.assignments import Assignment
+from deltalog.write.commit import num_records
 from deltalog.write.input_data import schema_of_data, within_table
 from deltalog.write.rewrite_plan import candidate_files, partition_part
 from deltalog.write.row_tracking import refuse_table_rewrite
@@ -88,6 +94,8 @@ __all__ = ["MergeRequest", "before_commit", "run_merge"]
 _TARGET_PRESENT = "__deltalog_merge_t"
 _SOURCE_PRESENT = "__deltalog_merge_s"
 _CLAUSE = "__deltalog_merge_clause"
+#: Copy-on-write write pass: whether a target row's file is touched (replaces its file name).
+_TOUCHED = "__deltalog_merge_touched"
 #: Clause ids: matched clauses count from 0, by-source ones from here, inserts from ``_INSERT``.
 _BY_SOURCE = 1000
 _INSERT = 2000
@@ -189,22 +197,25 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         snapshot.configuration,
         snapshot.protocol,
     )
-    joined = _joined(spark, table, request, plan, target, options, use_dvs=use_dvs)
     # the counting pass reads only the target columns the conditions name, and no target row
     # no clause can take (as delta-spark's search for touched files prunes its scan and join)
-    counting = _joined(
-        spark,
-        table,
-        request,
-        plan,
-        target,
-        options,
-        use_dvs=use_dvs,
-        columns=_condition_columns(request, plan),
-        untouched=False,
-    )
-    counts = _count(counting, plan, target, use_dvs=use_dvs)
+    counts = _Counts()
+    if plan.matched or plan.by_source:
+        counting = _joined(
+            spark,
+            table,
+            request,
+            plan,
+            target,
+            options,
+            use_dvs=use_dvs,
+            columns=_condition_columns(request, plan),
+            untouched=False,
+            inserts=False,
+        )
+        counts = _count(counting, plan, target, use_dvs=use_dvs)
     if plan.matched and counts.most_matches > 1 and not _one_unconditional_delete(plan):
+        joined = _joined(spark, table, request, plan, target, options, use_dvs=use_dvs)
         _check_multiple_matches(joined, request, plan, target)
     merge_counts = _merge_counts(counts, plan, request.source.count())
     merge_counts.scan_ms = timer.lap_ms()
@@ -215,15 +226,35 @@ def run_merge(spark: SparkSession, request: MergeRequest) -> DmlResult:
         schema=schema,
         configuration=configuration,
     )
-    if not counts.touched and not merge_counts.inserted:
+    if not counts.touched and not plan.not_matched:
         metrics = _metrics(rewrite, merge_counts, timer, 0)
         return DmlResult(snapshot.version, "MERGE", False, metrics)
     try:
+        # the write pass's target rows carry whether their file is touched, not its name
+        copied_from = None if use_dvs or not counts.touched else counts.touched_keys
+        joined = _joined(
+            spark,
+            table,
+            request,
+            plan,
+            target,
+            options,
+            use_dvs=use_dvs,
+            untouched=bool(counts.touched),  # no touched file: no row to copy
+            touched=copied_from,
+        )
         rewrite.new_files = _write(
             joined, table, request, plan, counts, schema, configuration, use_dvs=use_dvs
         )
         touched = _touched_files(tx, counts.touched)
         rewrite.copied_rows = 0 if use_dvs else _copied(counts, touched)
+        # the inserted rows are those written that are neither updates nor copies
+        updated = merge_counts.matched_updated + merge_counts.by_source_updated
+        written = sum(num_records(add) for add in rewrite.new_files)
+        merge_counts.inserted = written - updated - rewrite.copied_rows
+        if not counts.touched and not rewrite.new_files:  # no row inserted either
+            metrics = _metrics(rewrite, merge_counts, timer, 0)
+            return DmlResult(snapshot.version, "MERGE", False, metrics)
         if use_dvs:
             _mark_deleted(counts, table, rewrite, touched)
         else:
@@ -295,6 +326,8 @@ def _joined(
     use_dvs: bool,
     columns: Sequence[str] | None = None,
     untouched: bool = True,
+    inserts: bool = True,
+    touched: Collection[str] | None = None,
 ) -> DataFrame:
     """Target scan joined with the source, with the id of the clause taking each row.
 
@@ -302,6 +335,14 @@ def _joined(
     ``columns``: the target columns read (table order); ``None``: every column.
     ``untouched``: keep the target rows no source row matches even when no clause can take
     them (a copy-on-write rewrite copies them; the counting pass does not need them).
+    ``inserts``: keep the source rows no target row matches when a clause may insert them;
+    the counting pass does not (inserts are counted from the files written), so its join
+    streams the target and Spark may broadcast the source, as delta-spark's search for
+    touched files does, instead of shuffling and sorting every target row.
+    ``touched``: the scan names (:data:`FILE_COLUMN` values) of the touched files; when given,
+    each target row carries :data:`_TOUCHED` (whether its file is one of them) instead of its
+    file, position and row count, computed before the join: the join's shuffle and sort then
+    carry one boolean per row rather than a file URI (the copy-on-write write pass).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField
@@ -332,10 +373,15 @@ def _joined(
         descriptors = spark.createDataFrame(describe_files(files.split.rest), FILES_DDL)
         frames.append(descriptors.mapInArrow(lambda batches: positions_task(scan, batches), out))
     target = frames[0] if len(frames) == 1 else frames[0].union(frames[1])
+    if touched is not None:
+        in_touched = F.col(FILE_COLUMN).isin(sorted(touched))
+        target = target.withColumn(_TOUCHED, in_touched).drop(
+            FILE_COLUMN, POSITION_COLUMN, PHYSICAL_COLUMN
+        )
     target = target.withColumn(_TARGET_PRESENT, F.lit(True))
     source = request.source.withColumn(_SOURCE_PRESENT, F.lit(True))
     keep_target = bool(plan.by_source) or (untouched and not use_dvs and bool(plan.matched))
-    keep_source = bool(plan.not_matched)
+    keep_source = inserts and bool(plan.not_matched)
     how = {
         (False, False): "inner",
         (True, False): "left",
@@ -530,7 +576,7 @@ def _merge_counts(counts: _Counts, plan: MergePlan, source_rows: int) -> MergeCo
 
     return MergeCounts(
         source_rows=source_rows,
-        inserted=total(_ids(plan, "insert", (NOT_MATCHED,))),
+        inserted=0,  # counted from the files written (the counting pass keeps no insert)
         matched_updated=total(_ids(plan, "update", (MATCHED,))),
         matched_deleted=total(_ids(plan, "delete", (MATCHED,))),
         by_source_updated=total(_ids(plan, "update", (NOT_MATCHED_BY_SOURCE,))),
@@ -557,7 +603,7 @@ def _write(
     written_ids = _ids(plan, "update") + _ids(plan, "insert", (NOT_MATCHED,))
     wanted = clause.isin(written_ids) if written_ids else F.lit(False)
     if not use_dvs and counts.touched:
-        kept = F.col(FILE_COLUMN).isin(sorted(counts.touched_keys)) & clause.isNull()
+        kept = F.col(_TOUCHED) & clause.isNull()  # see _joined's ``touched``
         wanted = wanted | kept
     rows = joined.where(wanted).select(*_output_columns(request, plan, schema))
     return run_job(

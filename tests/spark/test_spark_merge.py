@@ -423,3 +423,147 @@ def test_plain_target_files_are_read_by_sparks_parquet_reader(
     assert m["numTargetRowsDeleted"] == 2 and m["numTargetRowsUpdated"] == 2
     assert m["numTargetRowsInserted"] == 1 and m["numTargetRowsCopied"] == 0
     assert DeltaTable(uri).check().ok
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_copy_on_write_write_pass_shuffles_no_file_name(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioned: bool
+) -> None:
+    # the write pass's target rows carry whether their file is touched (a boolean computed in
+    # the scan, before the join's shuffle and sort), not the file's URI: ~100 bytes a row more
+    # through the shuffle and the sort of a 10M-row rewrite (benchmarks/bench_spark_merge.py)
+    import contextlib
+    import io
+
+    plans: list[str] = []
+    run_job = merge_run.run_job
+
+    def recording(df: Any, *args: Any, **kwargs: Any) -> Any:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            df.explain()
+        plans.append(text.getvalue())
+        return run_job(df, *args, **kwargs)
+
+    monkeypatch.setattr(merge_run, "run_job", recording)
+    uri = _table(tmp_path, partitioned=partitioned)
+    source = _source(spark, [(1, "new1"), (2, "x"), (20, "ins20")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 1")
+        .when_not_matched_insert(values={"id": "s.id", "v": "s.v", "p": 0})
+        .execute()
+    )
+    (plan,) = plans
+    assert f"AS {merge_run.FILE_COLUMN}" not in plan  # no node outputs the file's name
+    assert merge_run._TOUCHED in plan
+    assert _rows(uri) == sorted(
+        [*[(i, f"v{i}", i % 2) for i in range(10) if i != 1], (1, "new1", 1), (20, "ins20", 0)]
+    )
+    m = result.metrics
+    assert m["numTargetRowsUpdated"] == 1 and m["numTargetRowsInserted"] == 1
+    assert m["numTargetRowsCopied"] == (4 if partitioned else 9)
+
+
+@pytest.mark.parametrize("dv", [False, True])
+def test_counting_pass_streams_the_target_and_keeps_no_insert(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dv: bool
+) -> None:
+    # the counting pass joins inner (as delta-spark's search for touched files): Spark may
+    # broadcast the source instead of shuffling and sorting every target row with its file
+    # (benchmarks/bench_spark_merge.py); the inserted rows are counted from the files written
+    from pyspark.sql import functions as F
+
+    source_only: list[int] = []
+    count = merge_run._count
+
+    def recording(joined: Any, *args: Any, **kwargs: Any) -> Any:
+        source_only.append(joined.where(F.col(merge_run._TARGET_PRESENT).isNull()).count())
+        return count(joined, *args, **kwargs)
+
+    monkeypatch.setattr(merge_run, "_count", recording)
+    uri = _table(tmp_path, config=DV if dv else None)
+    source = _source(spark, [(1, "new1"), (2, "x"), (20, "ins20"), (21, "ins21"), (22, "no")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 1")
+        .when_not_matched_insert(values={"id": "s.id", "v": "s.v", "p": 0}, predicate="s.id = 20")
+        .when_not_matched_insert(values={"id": "s.id", "v": "s.v", "p": 1}, predicate="s.id = 21")
+        .execute()
+    )
+    assert source_only == [0]
+    kept = [(i, f"v{i}", i % 2) for i in range(10) if i != 1]
+    assert _rows(uri) == sorted([*kept, (1, "new1", 1), (20, "ins20", 0), (21, "ins21", 1)])
+    m = result.metrics
+    assert m["numTargetRowsUpdated"] == 1 and m["numTargetRowsInserted"] == 2
+    assert m["numTargetRowsCopied"] == (0 if dv else 9)
+    assert m["numOutputRows"] == 3 + m["numTargetRowsCopied"]
+
+
+def test_inserts_only_count_the_rows_written(spark: Any, tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    source = _source(spark, [(1, "x"), (20, "ins20"), (21, "ins21")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_not_matched_insert_all(except_cols=["p"])
+        .execute()
+    )
+    assert result.committed
+    m = result.metrics
+    assert m["numTargetRowsInserted"] == 2 and m["numOutputRows"] == 2
+    assert m["numTargetRowsCopied"] == 0 and m["numTargetFilesRemoved"] == 0
+    assert m["numSourceRows"] == 3
+    assert _rows(uri) == sorted(
+        [*[(i, f"v{i}", i % 2) for i in range(10)], (20, "ins20", None), (21, "ins21", None)]
+    )
+
+
+def test_inserting_nothing_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    before = _files(uri)
+    source = _source(spark, [(1, "x"), (20, "ins20")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 5")
+        .when_not_matched_insert_all(except_cols=["p"], predicate="s.id > 100")
+        .execute()
+    )
+    assert not result.committed and result.version == 0
+    assert result.metrics["numTargetRowsInserted"] == 0
+    assert _files(uri) == before
+
+
+def test_inserts_beside_no_touched_file_join_no_untouched_target_row(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no file is touched, so the write pass has no row to copy: its join keeps no target row
+    # no source row matches (no full outer join of the whole target for two inserts)
+    import contextlib
+    import io
+
+    plans: list[str] = []
+    run_job = merge_run.run_job
+
+    def recording(df: Any, *args: Any, **kwargs: Any) -> Any:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            df.explain()
+        plans.append(text.getvalue())
+        return run_job(df, *args, **kwargs)
+
+    monkeypatch.setattr(merge_run, "run_job", recording)
+    uri = _table(tmp_path)
+    source = _source(spark, [(1, "x"), (20, "ins20")])
+    result = (
+        spark_merge(spark, uri, source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"v": "s.v"}, predicate="s.id = 5")
+        .when_not_matched_insert_all(except_cols=["p"])
+        .execute()
+    )
+    (plan,) = plans
+    assert "FullOuter" not in plan and "LeftOuter" not in plan
+    assert result.committed
+    m = result.metrics
+    assert m["numTargetRowsInserted"] == 1 and m["numTargetRowsUpdated"] == 0
+    assert m["numTargetRowsCopied"] == 0 and m["numTargetFilesRemoved"] == 0
+    assert _rows(uri) == sorted([*[(i, f"v{i}", i % 2) for i in range(10)], (20, "ins20", None)])
