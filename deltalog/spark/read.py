@@ -21,6 +21,7 @@ from deltalog.errors import (
     InvalidOptionError,
     InvalidPredicateError,
 )
+from deltalog.spark.logged_count import counted_from_log
 from deltalog.spark.parquet_read import read_native, split_files
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.time_zones import in_session_time_zone
@@ -80,7 +81,10 @@ def read(
             (names in any case), as ``spark.read.option(...)`` takes them.
 
     Returns:
-        A lazy DataFrame: the files are read when an action runs.
+        A lazy DataFrame: the files are read when an action runs. Without a ``filter``, its
+        ``count()`` answers from the log's ``numRecords`` as delta-spark's does, unless a file
+        lacks them or ``spark.databricks.delta.optimizeMetadataQuery.enabled`` is ``false``
+        (:mod:`deltalog.spark.logged_count`); a DataFrame derived from it counts with Spark.
 
     Raises:
         TableNotFoundError: No Delta table at ``uri``.
@@ -154,6 +158,8 @@ def read(
         frame = frame.filter(text)
     if wanted != read_names:
         frame = frame.select(*[_quote(n) for n in wanted])
+    if text is None:  # every live row: count() answers from the log, as delta-spark's does
+        frame = counted_from_log(frame, table)
     return frame
 
 
