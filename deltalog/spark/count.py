@@ -2,7 +2,7 @@
 
 delta-spark answers ``spark.read.format("delta").load(uri).count()`` from the ``numRecords``
 statistic of every live file (less the rows its deletion vector deletes), opening no data file.
-``deltalog.spark.read(spark, uri).count()`` does the same (:mod:`deltalog.spark.logged_count`);
+``deltalog.spark.read(spark, uri).count()`` does the same (:mod:`deltalog.spark.snapshot_frame`);
 :func:`count` is the one-call form, which builds no DataFrame: it answers from the log when
 every live file's statistics hold ``numRecords``, and counts with Spark otherwise or when given
 a ``filter``.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from deltalog.spark.logged_count import logged_count
 from deltalog.spark.read import _time_travel, read
+from deltalog.spark.snapshot_frame import logged_count
 from deltalog.stats.predicate_input import PredicateLike
 from deltalog.table import DeltaTable, TimestampLike
 

@@ -185,6 +185,9 @@ def test_read(connect: Any, tmp_path: Path) -> None:
     assert sorted(r["id"] for r in read(connect, uri, version=0).collect()) == list(range(5))
     assert read(connect, uri, versionAsOf=1).count() == 10  # delta-spark's option spelling
     whole = read(connect, uri)
+    late = whole.filter("id >= 12")  # only the files that may match: the last append's
+    assert sorted(r["id"] for r in late.collect()) == [12, 13]
+    assert len(late.inputFiles()) < len(whole.inputFiles())
     some_file = DeltaTable(uri).files()["path"][0].as_py()
     os.remove(os.path.join(uri, unquote(some_file)))
     assert whole.count() == 14  # answered from the log: no data file opened
