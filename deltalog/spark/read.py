@@ -26,6 +26,7 @@ from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.snapshot_frame import snapshot_frame
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
+from deltalog.stats.predicate_sql import parse_predicate
 from deltalog.stats.predicates import Predicate
 from deltalog.table import DeltaTable, TimestampLike
 
@@ -114,13 +115,17 @@ def read(
     schema.to_arrow()  # a type the executors cannot read (variant) is refused here
     names = list(schema.names)
     wanted = _columns(columns, names)
-    predicate, text = None, None
+    predicate, text, used = None, None, set[str]()
     if filter is not None:
         # Spark filters the rows by this text, so the files are chosen by the same text: a
         # timestamp without an offset (text or a naive datetime) is in the session's zone.
         text = filter if isinstance(filter, str) else str(as_predicate(filter))
-        predicate = _session_predicate(spark, text, schema)
-    needed = set(wanted) | (predicate.columns() if predicate is not None else set())
+        used = as_predicate(text).columns()  # text deltalog cannot read is refused
+        try:
+            predicate = _session_predicate(spark, text, schema)
+        except InvalidPredicateError:
+            predicate = None  # read as Spark would not (a string's escapes): every file
+    needed = set(wanted) | used
     unknown = sorted(needed - set(names))
     if unknown:
         raise InvalidPredicateError(f"the table has no column(s) {unknown} (columns: {names})")
@@ -150,7 +155,7 @@ def read(
 def _session_predicate(spark: SparkSession, text: str, schema: StructType) -> Predicate:
     """``text`` as a predicate, timestamps without an offset in the session's time zone."""
     zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-    return in_session_time_zone(as_predicate(text), schema, zone)
+    return in_session_time_zone(parse_predicate(text, spark=True), schema, zone)
 
 
 def _scan(
