@@ -24,9 +24,8 @@ from deltalog.errors import (
 from deltalog.spark.parquet_read import read_native, split_files
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.snapshot_frame import snapshot_frame
-from deltalog.spark.time_zones import in_session_time_zone
+from deltalog.spark.spark_predicate import spark_predicate
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
-from deltalog.stats.predicate_sql import parse_predicate
 from deltalog.stats.predicates import Predicate
 from deltalog.table import DeltaTable, TimestampLike
 
@@ -153,9 +152,9 @@ def read(
 
 
 def _session_predicate(spark: SparkSession, text: str, schema: StructType) -> Predicate:
-    """``text`` as a predicate, timestamps without an offset in the session's time zone."""
+    """``text`` as a predicate to choose files by (see :mod:`deltalog.spark.spark_predicate`)."""
     zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-    return in_session_time_zone(parse_predicate(text, spark=True), schema, zone)
+    return spark_predicate(text, schema, zone)
 
 
 def _scan(

@@ -25,7 +25,6 @@ import pyarrow.compute as pc
 from deltalog.arrow import values as av
 from deltalog.protocol.schema import PrimitiveType, StructType
 from deltalog.stats.file_stats import flatten_stats
-from deltalog.stats.predicate_sql import Unquoted
 from deltalog.stats.predicates import (
     TRUE,
     And,
@@ -178,10 +177,6 @@ class _Evaluator:
         )
         if b is None or field_type is None:
             return av.bools(True, self.n)
-        if isinstance(value, Unquoted) and (
-            pa.types.is_string(field_type) or pa.types.is_large_string(field_type)
-        ):
-            return av.bools(True, self.n)  # Spark casts the strings to the literal's type
         if pa.types.is_floating(field_type):
             field_type = pa.float64()  # the bounds are doubles (see _bounds)
         literal = literal_for(value, field_type, column)

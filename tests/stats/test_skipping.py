@@ -43,14 +43,6 @@ def test_float_column_is_compared_in_double(tmp_path: Path) -> None:
     assert _kept(table, "f < 0.1") == 0
 
 
-def test_unquoted_literal_on_a_string_column_keeps_files(tmp_path: Path) -> None:
-    # Spark casts the strings to the literal's type: '10' > 9 holds, though '10' < '9'
-    table = _files(tmp_path, [pa.table({"s": ["05", "10"]})])
-    assert _kept(table, "s > 9") == 1
-    assert _kept(table, "s = 5") == 1
-    assert _kept(table, "s > '9'") == 0  # a string literal: compared as strings
-
-
 def test_literal_kinds_are_kept_apart() -> None:
     p = parse_predicate("a = 5 AND b = '5' AND c = DATE '2024-01-01' AND d = TRUE")
     values = []
