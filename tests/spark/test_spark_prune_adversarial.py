@@ -313,29 +313,37 @@ def _rows(frame: Any) -> list[str] | str:
 
 
 def _each(frames: list[Any]) -> list[list[str] | str]:
-    """The rows of every frame (an error as text); one Spark job unless one of them fails."""
+    """The rows of every frame (an error as text), in few Spark jobs: a failed job is halved."""
+    out: list[list[str] | str] = [f if isinstance(f, str) else [] for f in frames]
+    live = [(k, f) for k, f in enumerate(frames) if not isinstance(f, str)]
+    if live:
+        _collect(live, out)
+    return [sorted(o) if isinstance(o, list) else o for o in out]
+
+
+def _collect(live: list[tuple[int, Any]], out: list[list[str] | str]) -> None:
     from pyspark.sql import functions as F
 
-    live = [(k, f) for k, f in enumerate(frames) if not isinstance(f, str)]
-    out: list[list[str] | str] = [f if isinstance(f, str) else [] for f in frames]
-    if not live:
-        return out
+    if len(live) == 1:
+        out[live[0][0]] = _rows(live[0][1])
+        return
     width = len(live[0][1].columns)
-    tagged = [f.withColumn("_k", F.lit(k)) for k, f in live]
-    union = tagged[0]
-    for more in tagged[1:]:
-        union = union.unionByName(more)
+    union = None
+    for k, f in live:
+        tagged = f.withColumn("_k", F.lit(k))
+        union = tagged if union is None else union.unionByName(tagged)
+    assert union is not None
     try:
         rows = union.collect()
-    except Exception:
-        for k, f in live:
-            out[k] = _rows(f)
-        return out
+    except Exception:  # one frame fails at run time: find it by halves
+        half = len(live) // 2
+        _collect(live[:half], out)
+        _collect(live[half:], out)
+        return
     for row in rows:
-        cast_out = out[row["_k"]]
-        assert isinstance(cast_out, list)
-        cast_out.append(_key(row, width))
-    return [sorted(o) if isinstance(o, list) else o for o in out]
+        found = out[row["_k"]]
+        assert isinstance(found, list)
+        found.append(_key(row, width))
 
 
 def _try(make: Any) -> Any:
