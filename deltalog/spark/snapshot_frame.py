@@ -14,7 +14,8 @@ carries both in its own methods: it is of a subclass of the session's DataFrame 
 * ``filter(text)`` / ``where(text)`` with SQL text that deltalog's predicates read and whose
   columns the DataFrame has, reads again, at the same snapshot, only the files that may hold a
   matching row, and Spark filters those rows by the same text. A ``Column`` condition, text
-  deltalog cannot read, or a cached DataFrame get Spark's own filter over every file.
+  deltalog cannot read or reads otherwise than Spark (:mod:`deltalog.spark.spark_predicate`),
+  or a cached DataFrame get Spark's own filter over every file.
 
 Every other transformation returns Spark's plain DataFrame, and what derives from it counts
 and filters with Spark alone.
