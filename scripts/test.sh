@@ -3,7 +3,7 @@
 # every test (the docs' code blocks and the packaging checks included), on both Spark lines:
 #   1. the default environment (.venv: PySpark 4.2 + delta-spark 4.4, Scala 2.13): everything;
 #   2. .venv-spark35 (PySpark 3.5 + delta-spark 3.3, Scala 2.12): every Spark and delta-spark
-#      test again (pytest -m spark).
+#      test again (pytest -m spark), but those marked one_spark_line.
 # Arguments go to pytest and run only step 1 (bash scripts/test.sh -k golden -x).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -40,5 +40,6 @@ python -m pytest || status=$?
 VENV35="${DELTALOG_VENV_SPARK35:-$ROOT/.venv-spark35}"
 ensure_venv "$VENV35" "$ROOT/scripts/constraints/spark35.txt" "${DEV_SPEC[@]}"
 echo "[test] pytest -m spark on $("$VENV35/bin/python" -c 'import pyspark; print("PySpark", pyspark.__version__)')" >&2
-PATH="$VENV35/bin:$PATH" "$VENV35/bin/python" -m pytest -m spark -p no:cacheprovider || status=$?
+PATH="$VENV35/bin:$PATH" "$VENV35/bin/python" -m pytest -m "spark and not one_spark_line" \
+  -p no:cacheprovider || status=$?
 exit "$status"

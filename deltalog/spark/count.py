@@ -1,11 +1,11 @@
 """Count a Delta table's rows from its log, as delta-spark's ``count()`` does.
 
 delta-spark answers ``spark.read.format("delta").load(uri).count()`` from the ``numRecords``
-statistic of every live file (less the rows its deletion vector deletes) with an optimizer rule
-in its jars, opening no data file. A session without those jars cannot teach Spark's optimizer
-that rule, so ``deltalog.spark.read(spark, uri).count()`` runs a Spark job over the files'
-footers; :func:`count` is the explicit form of delta-spark's shortcut: it answers from the log
-when every live file's statistics hold ``numRecords``, and counts with Spark otherwise.
+statistic of every live file (less the rows its deletion vector deletes), opening no data file.
+``deltalog.spark.read(spark, uri).count()`` does the same (:mod:`deltalog.spark.snapshot_frame`);
+:func:`count` is the one-call form, which builds no DataFrame: it answers from the log when
+every live file's statistics hold ``numRecords``, and counts with Spark otherwise or when given
+a ``filter``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import pyarrow.compute as pc
-
 from deltalog.spark.read import _time_travel, read
+from deltalog.spark.snapshot_frame import logged_count
 from deltalog.stats.predicate_input import PredicateLike
 from deltalog.table import DeltaTable, TimestampLike
 
@@ -76,16 +75,3 @@ def count(
             return known
     at = table.version()  # the version the log was read at, whatever commits meanwhile
     return int(read(spark, uri, version=at, filter=filter, storage_options=options).count())
-
-
-def logged_count(table: DeltaTable) -> int | None:
-    """The live rows of ``table``'s snapshot by its statistics; ``None`` if a file lacks them."""
-    files = table.files(with_stats=False, flatten_stats=True)
-    if not files.num_rows:
-        return 0
-    records = files.column("num_records")
-    if records.null_count:
-        return None
-    deleted = pc.struct_field(files.column("deletion_vector"), "cardinality")
-    total = pc.sum(records).as_py() - (pc.sum(deleted).as_py() or 0)
-    return int(total)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,6 +25,7 @@ from deltalog.protocol.paths import decode_path
 from deltalog.protocol.schema import StructType
 from deltalog.spark.merge_scan import FILE_COLUMN, PHYSICAL_COLUMN, POSITION_COLUMN
 from deltalog.spark.parquet_read import FileSplit, native_relation, split_files
+from deltalog.stats.num_records import num_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -125,15 +125,4 @@ def _num_records(files: pa.Table) -> list[int | None]:
     """Each file's ``numRecords`` from its statistics (``None``: not logged)."""
     if "stats" not in files.column_names:
         return [None] * files.num_rows
-    out: list[int | None] = []
-    for text in files.column("stats").to_pylist():
-        count = None
-        if text:
-            try:
-                value = orjson.loads(text).get("numRecords")
-            except (orjson.JSONDecodeError, AttributeError):
-                value = None
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                count = value
-        out.append(count)
-    return out
+    return [num_records(text) for text in files.column("stats").to_pylist()]

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from deltalog.errors import MissingDataFileError
 from deltalog.protocol.column_mapping import mapping_mode, physical_name, physical_schema
-from deltalog.protocol.partitions import hive_partition_dir
+from deltalog.protocol.partitions import HIVE_NULL, hive_partition_dir
 from deltalog.protocol.paths import decode_path, has_scheme
 from deltalog.protocol.schema import StructType
 from deltalog.spark.session import is_connect
@@ -126,8 +126,8 @@ def _native_path(row: Mapping[str, Any], partition_columns: Sequence[str]) -> st
     path = decode_path(logged)
     directory, _, name = path.rpartition("/")
     values = dict(row["partition_values"] or [])
-    if set(values) != set(partition_columns):
-        return None
+    if set(values) != set(partition_columns) or HIVE_NULL in values.values():
+        return None  # (Spark reads a directory value spelled as Hive's null as null)
     expected = hive_partition_dir({c: values[c] for c in partition_columns})
     if directory != expected or not name or name[0] in "._" or _GLOB & set(path):
         return None

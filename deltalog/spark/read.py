@@ -23,7 +23,8 @@ from deltalog.errors import (
 )
 from deltalog.spark.parquet_read import read_native, split_files
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
-from deltalog.spark.time_zones import in_session_time_zone
+from deltalog.spark.snapshot_frame import snapshot_frame
+from deltalog.spark.spark_predicate import spark_predicate
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate
 from deltalog.table import DeltaTable, TimestampLike
@@ -80,7 +81,12 @@ def read(
             (names in any case), as ``spark.read.option(...)`` takes them.
 
     Returns:
-        A lazy DataFrame: the files are read when an action runs.
+        A lazy DataFrame: the files are read when an action runs. Without a ``filter`` it
+        uses the log as delta-spark's does (:mod:`deltalog.spark.snapshot_frame`): its
+        ``count()`` answers from the files' ``numRecords`` (unless one lacks it or
+        ``spark.databricks.delta.optimizeMetadataQuery.enabled`` is ``false``), and its
+        ``filter(text)`` reads only the files that may match. DataFrames derived from it are
+        Spark's own.
 
     Raises:
         TableNotFoundError: No Delta table at ``uri``.
@@ -108,26 +114,68 @@ def read(
     schema.to_arrow()  # a type the executors cannot read (variant) is refused here
     names = list(schema.names)
     wanted = _columns(columns, names)
-    predicate, text = None, None
+    predicate, text, used = None, None, set[str]()
     if filter is not None:
         # Spark filters the rows by this text, so the files are chosen by the same text: a
         # timestamp without an offset (text or a naive datetime) is in the session's zone.
         text = filter if isinstance(filter, str) else str(as_predicate(filter))
-        zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-        predicate = in_session_time_zone(as_predicate(text), schema, zone)
-    needed = set(wanted) | (predicate.columns() if predicate is not None else set())
+        used = as_predicate(text).columns()  # text deltalog cannot read is refused
+        try:
+            predicate = _session_predicate(spark, text, schema)
+        except InvalidPredicateError:
+            predicate = None  # read as Spark would not (a string's escapes): every file
+    needed = set(wanted) | used
     unknown = sorted(needed - set(names))
     if unknown:
         raise InvalidPredicateError(f"the table has no column(s) {unknown} (columns: {names})")
     read_names = [n for n in names if n in needed]
+    frame = _scan(spark, table, options, read_names, predicate)
+    if text is not None:
+        frame = frame.filter(text)
+    frame = _select(frame, read_names, wanted)
+    if text is not None:
+        return frame
 
+    def pruned(condition: str) -> DataFrame | None:
+        """The same read of only the files ``condition`` may match; ``None`` if unusable."""
+        try:
+            narrowed = _session_predicate(spark, condition, schema)
+            if not narrowed.columns() <= set(wanted):
+                return None  # a column this DataFrame lacks: Spark's own error
+            ordered = [n for n in names if n in wanted]
+            return _select(_scan(spark, table, options, ordered, narrowed), ordered, wanted)
+        except InvalidInputError:
+            return None  # text deltalog cannot judge: Spark's own filter alone
+
+    # Every live row: count() answers from the log and filter() prunes files, as delta-spark's.
+    return snapshot_frame(frame, table, pruned)
+
+
+def _session_predicate(spark: SparkSession, text: str, schema: StructType) -> Predicate:
+    """``text`` as a predicate to choose files by (see :mod:`deltalog.spark.spark_predicate`)."""
+    zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
+    return spark_predicate(text, schema, zone)
+
+
+def _scan(
+    spark: SparkSession,
+    table: DeltaTable,
+    options: dict[str, str],
+    columns: list[str],
+    predicate: Predicate | None,
+) -> DataFrame:
+    """``columns`` (in the schema's order) of the live files that may match ``predicate``.
+
+    The rows themselves are not filtered: the caller filters them with Spark.
+    """
+    schema = table.schema()
     files = live_files(table, predicate)
     plan = ScanPlan(
         uri=table.uri,
         storage_options=options,
         table_schema=schema.to_json_string(),
         partition_columns=tuple(table.snapshot.partition_columns),
-        columns=tuple(read_names),
+        columns=tuple(columns),
         batch_rows=_batch_rows(spark),
     )
     snapshot = table.snapshot
@@ -141,20 +189,22 @@ def read(
     )
     frames = []
     if split.native:
-        frames.append(read_native(spark, split, schema, snapshot.partition_columns, read_names))
+        frames.append(read_native(spark, split, schema, snapshot.partition_columns, columns))
     if split.rest.num_rows or not frames:
         descriptors = spark.createDataFrame(describe_files(split.rest), FILES_DDL)
         frames.append(
             descriptors.mapInArrow(
-                lambda batches: scan_task(plan, batches), spark_schema(schema, read_names)
+                lambda batches: scan_task(plan, batches), spark_schema(schema, columns)
             )
         )
-    frame = frames[0] if len(frames) == 1 else frames[0].union(frames[1])
-    if text is not None:
-        frame = frame.filter(text)
-    if wanted != read_names:
-        frame = frame.select(*[_quote(n) for n in wanted])
-    return frame
+    return frames[0] if len(frames) == 1 else frames[0].union(frames[1])
+
+
+def _select(frame: DataFrame, has: list[str], columns: list[str]) -> DataFrame:
+    """``frame``, whose columns are ``has``, with exactly ``columns`` in order."""
+    if has == columns:
+        return frame
+    return frame.select(*[_quote(n) for n in columns])
 
 
 def live_files(table: DeltaTable, predicate: Predicate | None) -> pa.Table:

@@ -59,13 +59,29 @@ class _Token:
     position: int
 
 
+class Unquoted(str):
+    """A literal written without quotes: a number, ``TRUE``/``FALSE``, ``DATE``/``TIMESTAMP '...'``.
+
+    Kept as text like a quoted one, but compared with a string column Spark casts the column to
+    the literal's type (``'05' = 5`` holds), so string bounds cannot judge it.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class _Literal:
     value: Any
 
 
-def parse_predicate(text: str) -> Predicate:
+def parse_predicate(text: str, *, spark: bool = False) -> Predicate:
     """Parse SQL predicate text into a :class:`~deltalog.stats.predicates.Predicate`.
+
+    Args:
+        text: The predicate text.
+        spark: The text is Spark SQL that Spark also evaluates: a string literal whose reading
+            differs between Spark and this grammar (a backslash, which Spark unescapes, or a
+            doubled quote) is refused rather than read another way.
 
     Raises:
         InvalidPredicateError: The text is not a predicate of the supported grammar, naming
@@ -75,7 +91,15 @@ def parse_predicate(text: str) -> Predicate:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidPredicateError(f"predicate {text!r:.80} is not valid Unicode") from exc
-    parser = _Parser(text, _tokenize(text))
+    tokens = _tokenize(text)
+    if spark:
+        for token in tokens:
+            if token.kind == "string" and ("\\" in token.text or "'" in token.text):
+                raise InvalidPredicateError(
+                    f"cannot judge predicate {text!r:.80}: Spark reads the escapes of the "
+                    f"string at position {token.position} its own way"
+                )
+    parser = _Parser(text, tokens)
     predicate = parser.expression()
     if not parser.at_end():
         parser.fail("unexpected text")
@@ -255,14 +279,16 @@ class _Parser:
             self.fail("expected a value")
         assert token is not None
         self.index += 1
-        if token.kind in ("string", "number"):
+        if token.kind == "string":
             return _Literal(token.text)
+        if token.kind == "number":
+            return _Literal(Unquoted(token.text))
         if token.kind == "keyword" and token.text in ("TRUE", "FALSE"):
-            return _Literal(token.text.lower())
+            return _Literal(Unquoted(token.text.lower()))
         if token.kind == "keyword" and token.text == "NULL":
             return _Literal(None)
         if token.kind == "keyword" and token.text in ("DATE", "TIMESTAMP"):
-            return _Literal(self.take("string").text)
+            return _Literal(Unquoted(self.take("string").text))
         self.index -= 1
         self.fail("expected a value")
         raise AssertionError("unreachable")

@@ -15,6 +15,7 @@ characters may be a truncated prefix and is not used; floating-point maxima are 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,8 +90,9 @@ class _Evaluator:
         low = flat.column(f"min.{column}").combine_chunks()
         high = flat.column(f"max.{column}").combine_chunks()
         if pa.types.is_floating(high.type):
-            high = pa.nulls(self.n, high.type)
-            low = pc.if_else(pc.is_nan(low), av.null(low.type), low)
+            # compared in double, as Spark compares a float column with a decimal literal
+            high = pa.nulls(self.n, pa.float64())
+            low = pc.cast(pc.if_else(pc.is_nan(low), av.null(low.type), low), pa.float64())
         elif pa.types.is_string(high.type):
             high = pc.if_else(
                 pc.greater_equal(pc.utf8_length(high), av.int64(32)), av.null(high.type), high
@@ -175,9 +177,13 @@ class _Evaluator:
         )
         if b is None or field_type is None:
             return av.bools(True, self.n)
+        if pa.types.is_floating(field_type):
+            field_type = pa.float64()  # the bounds are doubles (see _bounds)
         literal = literal_for(value, field_type, column)
         if literal is None:
             return av.bools(False, self.n)
+        if pa.types.is_floating(field_type) and math.isnan(literal.as_py()):
+            return av.bools(True, self.n)  # NaN is above every number, and in no bound
         if op == "=":
             hit = pc.and_kleene(pc.less_equal(b.low, literal), pc.greater_equal(b.high, literal))
         elif op == "!=":

@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from deltalog import __version__
 from deltalog.errors import (
     InvalidInputError,
@@ -30,6 +28,7 @@ from deltalog.logstores import (
 from deltalog.protocol.actions import Action, AddFile, CommitInfo, Txn
 from deltalog.protocol.config import log_retention_ms
 from deltalog.protocol.paths import commit_name, parse_log_name
+from deltalog.stats.num_records import num_records as stats_num_records
 
 ENGINE_INFO: str = f"deltalog/{__version__}"
 
@@ -250,10 +249,7 @@ class AlreadyCommitted(Exception):
 
 def num_records(add: AddFile) -> int:
     """``numRecords`` from an ``add``'s stats (0 when it has none)."""
-    if not add.stats:
-        return 0
-    n = orjson.loads(add.stats).get("numRecords", 0)
-    return n if isinstance(n, int) else 0
+    return stats_num_records(add.stats) or 0
 
 
 def write_metrics(adds: list[AddFile], *, removed: int = 0) -> dict[str, str]:

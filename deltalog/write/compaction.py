@@ -20,12 +20,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow import columns as arrow_columns
 from deltalog.arrow import values as arrow_values
+from deltalog.stats.num_records import num_records
 
 __all__ = [
     "ALONE_REASON",
@@ -203,20 +203,10 @@ def _many_deleted(files: pa.Table, ratio: float) -> pa.Array:
         if not dv:
             out.append(False)
             continue
-        records = _num_records(row.get("stats"))
+        records = num_records(row.get("stats"))
         deleted = int(dv.get("cardinality") or 0)
         out.append(records is None or (records > 0 and deleted / records > ratio))
     return arrow_columns.bools(out)  # (pa.array would import pandas)
-
-
-def _num_records(stats: str | None) -> int | None:
-    if not stats:
-        return None
-    try:
-        value: Any = orjson.loads(stats).get("numRecords")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _pack(indexes: Iterable[int], sizes: list[int], target: int) -> Iterator[list[int]]:

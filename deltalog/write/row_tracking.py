@@ -30,6 +30,7 @@ from deltalog.protocol.actions import (
     Protocol,
     RemoveFile,
 )
+from deltalog.stats.num_records import num_records
 
 DOMAIN = "delta.rowTracking"
 ENABLE = "delta.enableRowTracking"
@@ -68,13 +69,9 @@ def high_water_mark_after(actions: Iterable[Action], current: int) -> int:
 
 
 def _num_records(add: AddFile) -> int:
-    if add.stats:
-        try:
-            n = orjson.loads(add.stats).get("numRecords")
-        except (orjson.JSONDecodeError, AttributeError):
-            n = None
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
-            return n
+    n = num_records(add.stats)
+    if n is not None:
+        return n
     raise MissingRowCountError(
         f"{add.path!r} has no numRecords in its stats: the table tracks row ids (rowTracking), "
         "which are assigned from each file's row count",

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -183,6 +184,13 @@ def test_read(connect: Any, tmp_path: Path) -> None:
     assert sorted(r["id"] for r in filtered.collect()) == [5, 7, 9, 11, 13]
     assert sorted(r["id"] for r in read(connect, uri, version=0).collect()) == list(range(5))
     assert read(connect, uri, versionAsOf=1).count() == 10  # delta-spark's option spelling
+    whole = read(connect, uri)
+    late = whole.filter("id >= 12")  # only the files that may match: the last append's
+    assert sorted(r["id"] for r in late.collect()) == [12, 13]
+    assert len(late.inputFiles()) < len(whole.inputFiles())
+    some_file = DeltaTable(uri).files()["path"][0].as_py()
+    os.remove(os.path.join(uri, unquote(some_file)))
+    assert whole.count() == 14  # answered from the log: no data file opened
 
 
 def test_session_without_deltalog_is_told_to_ship_it(server: str, tmp_path: Path) -> None:

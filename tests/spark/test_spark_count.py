@@ -85,3 +85,58 @@ def test_options_are_checked_as_read_checks_them(spark: Any, tmp_path: Path) -> 
     write_table(uri, _ids(0, 5))
     with pytest.raises(InvalidOptionError):
         count(spark, uri, mergeSchema="true")
+
+
+def test_read_count_answers_from_the_log(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "r")
+    write_table(uri, _ids(0, 60), partition_by=["p"])
+    write_table(uri, _ids(60, 75), partition_by=["p"], mode="append")
+    frame = read(spark, uri)
+    narrow = read(spark, uri, columns=["id"], version=0)
+    before = _jobs(spark)
+    assert frame.count() == 75
+    assert frame.count() == 75  # worked out once
+    assert narrow.count() == 60
+    assert frame.cache().count() == 75  # the same DataFrame
+    assert _jobs(spark) == before  # no data file opened
+    assert type(frame).__name__ == "DataFrame"
+    assert frame.filter("p = 1").count() == 25  # a derived DataFrame is counted by Spark
+    assert read(spark, uri, filter="id < 7").count() == 7
+    assert _jobs(spark) != before
+    frame.unpersist()
+
+
+def test_read_count_from_the_log_subtracts_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "dvr")
+    write_table(uri, _ids(0, 100), configuration={"delta.enableDeletionVectors": "true"})
+    DeltaTable(uri).delete("id >= 40 AND id < 52")
+    frame = read(spark, uri)
+    before = _jobs(spark)
+    assert frame.count() == 88
+    assert _jobs(spark) == before
+    assert len(frame.collect()) == 88
+
+
+def test_read_count_without_num_records_or_switched_off_runs_spark(
+    spark: Any, tmp_path: Path
+) -> None:
+    uri = tmp_path / "off"
+    write_table(str(uri), _ids(0, 30))
+    before = _jobs(spark)
+    spark.conf.set("spark.databricks.delta.optimizeMetadataQuery.enabled", "false")
+    try:
+        assert read(spark, str(uri)).count() == 30
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimizeMetadataQuery.enabled")
+    assert _jobs(spark) != before  # delta-spark's switch turns the shortcut off
+    commit = uri / "_delta_log" / f"{0:020d}.json"
+    lines = []
+    for line in commit.read_bytes().splitlines():
+        action = orjson.loads(line)
+        if "add" in action:
+            action["add"]["stats"] = orjson.dumps({"minValues": {"id": 0}}).decode()
+        lines.append(orjson.dumps(action))
+    commit.write_bytes(b"\n".join(lines) + b"\n")
+    before = _jobs(spark)
+    assert read(spark, str(uri)).count() == 30
+    assert _jobs(spark) != before  # a file whose stats lack numRecords: Spark counts
