@@ -125,3 +125,18 @@ from sparkutil import delta_spark, mark_spark_items, spark  # noqa: E402, F401
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_spark_items(items)
+
+
+# Per-module outcomes and seconds at the end of a run (a passing CI keeps only its log).
+from module_tally import ModuleTally  # noqa: E402
+
+_TALLY = ModuleTally("tests, per module (tests by outcome; seconds):")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _TALLY.add(report)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _TALLY.lines():
+        terminalreporter.write_line(line)

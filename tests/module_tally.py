@@ -1,9 +1,10 @@
 """Per-module outcomes and times for a folder's tests, printed at the end of a pytest run.
 
 CI logs are the only record of a run that passed, and ``-ra`` there gives only the totals. The
-interop tests' conftest feeds every report to a :class:`ModuleTally` and prints it in the
-terminal summary, so a log says, per module, how many tests passed, failed, were skipped or
-xfailed, and how long the module took (setup, call and teardown of its tests).
+conftests of ``tests/`` and ``interop_tests/`` each feed their tests' reports to a
+:class:`ModuleTally` and print it in the terminal summary, so a log says, per module, how
+many tests passed, failed, were skipped or xfailed, and how long the module took (setup, call
+and teardown of its tests).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class ModuleTally:
 
     def add(self, report: Any) -> None:
         """Count one phase report (``pytest_runtest_logreport``)."""
-        module = report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+        module = report.nodeid.split("::", 1)[0].split("/", 1)[-1]  # below the top folder
         self.seconds[module] += report.duration
         outcome = _outcome(report)
         if outcome is not None:

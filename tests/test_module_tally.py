@@ -37,6 +37,8 @@ def test_each_test_is_counted_once_by_its_deciding_phase() -> None:
     assert tally.counts["test_a.py"] == {"passed": 1, "skipped": 1}
     assert tally.counts["test_b.py"] == {"error": 1, "xfailed": 1, "failed": 1}
     assert tally.seconds["test_a.py"] == 3.75
+    tally.add(_report("tests/write/test_a.py::test_w", "call", "passed", 1.0))
+    assert tally.counts["write/test_a.py"] == {"passed": 1}  # not test_a.py of another folder
     lines = tally.lines()
     assert lines[0] == "t"
-    assert lines[-1].split() == ["total", "1", "1", "1", "1", "1", "3.8"]
+    assert lines[-1].split() == ["total", "2", "1", "1", "1", "1", "4.8"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from deltalog.spark.read import _time_travel, read
+from deltalog.spark.read import open_snapshot, read
 from deltalog.spark.snapshot_frame import logged_count
 from deltalog.stats.predicate_input import PredicateLike
-from deltalog.table import DeltaTable, TimestampLike
+from deltalog.table import TimestampLike
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,15 +60,7 @@ def count(
         InvalidOptionError: An unknown read option.
         StorageError: The log store failed.
     """
-    version, timestamp = _time_travel(version, timestamp, spark_options)
-    options = dict(storage_options or {})
-    table = DeltaTable(
-        uri,
-        version=version,
-        timestamp=timestamp,
-        storage_options=options,
-        background_checkpoints=False,
-    )
+    table, options = open_snapshot(uri, version, timestamp, storage_options, spark_options)
     if filter is None:
         known = logged_count(table)
         if known is not None:

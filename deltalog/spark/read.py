@@ -101,15 +101,7 @@ def read(
         UnsupportedFeatureError: The table needs a reader feature deltalog lacks.
         StorageError: The log store failed.
     """
-    version, timestamp = _time_travel(version, timestamp, spark_options)
-    options = dict(storage_options or {})
-    table = DeltaTable(
-        uri,
-        version=version,
-        timestamp=timestamp,
-        storage_options=options,
-        background_checkpoints=False,
-    )
+    table, options = open_snapshot(uri, version, timestamp, storage_options, spark_options)
     schema = table.schema()
     schema.to_arrow()  # a type the executors cannot read (variant) is refused here
     names = list(schema.names)
@@ -149,6 +141,30 @@ def read(
 
     # Every live row: count() answers from the log and filter() prunes files, as delta-spark's.
     return snapshot_frame(frame, table, pruned)
+
+
+def open_snapshot(
+    uri: str,
+    version: int | None,
+    timestamp: TimestampLike | None,
+    storage_options: Mapping[str, str] | None,
+    spark_options: Mapping[str, object],
+) -> tuple[DeltaTable, dict[str, str]]:
+    """The table at the snapshot a Spark read asks for, and its log store options.
+
+    ``version``/``timestamp`` may also come as delta-spark's read options (``versionAsOf``,
+    ``timestampAsOf``); the driver opens the log without background checkpoints.
+    """
+    version, timestamp = _time_travel(version, timestamp, spark_options)
+    options = dict(storage_options or {})
+    table = DeltaTable(
+        uri,
+        version=version,
+        timestamp=timestamp,
+        storage_options=options,
+        background_checkpoints=False,
+    )
+    return table, options
 
 
 def _session_predicate(spark: SparkSession, text: str, schema: StructType) -> Predicate:
