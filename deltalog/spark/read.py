@@ -24,7 +24,7 @@ from deltalog.errors import (
 from deltalog.spark.parquet_read import read_native, split_files
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.snapshot_frame import snapshot_frame
-from deltalog.spark.spark_predicate import spark_predicate
+from deltalog.spark.spark_predicate import spark_predicate, spark_text
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate
 from deltalog.table import DeltaTable, TimestampLike
@@ -110,8 +110,9 @@ def read(
     if filter is not None:
         # Spark filters the rows by this text, so the files are chosen by the same text: a
         # timestamp without an offset (text or a naive datetime) is in the session's zone.
-        text = filter if isinstance(filter, str) else str(as_predicate(filter))
-        used = as_predicate(text).columns()  # text deltalog cannot read is refused
+        parsed = as_predicate(filter)  # text deltalog cannot read is refused
+        text = filter if isinstance(filter, str) else spark_text(parsed)
+        used = parsed.columns()
         try:
             predicate = _session_predicate(spark, text, schema)
         except InvalidPredicateError:

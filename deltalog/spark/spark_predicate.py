@@ -16,6 +16,8 @@ Timestamps without an offset are read in the session's time zone
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import math
 from typing import Any
 
@@ -23,7 +25,17 @@ from deltalog.errors import InvalidPredicateError
 from deltalog.protocol.schema import PrimitiveType, StructType
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.predicate_sql import Unquoted, parse_predicate
-from deltalog.stats.predicates import And, Comparison, In, Not, Or, Predicate
+from deltalog.stats.predicates import (
+    TRUE,
+    And,
+    Comparison,
+    In,
+    IsNull,
+    Like,
+    Not,
+    Or,
+    Predicate,
+)
 
 _FLOATS = (PrimitiveType("float"), PrimitiveType("double"))
 
@@ -75,3 +87,65 @@ def _is_nan(value: Any) -> bool:
         return math.isnan(float(value))
     except (TypeError, ValueError):
         return False
+
+
+def spark_text(predicate: Predicate) -> str:
+    r"""``predicate`` as Spark SQL text that Spark reads back as the same predicate.
+
+    The generic SQL rendering (``str(predicate)``) doubles a quote inside a string, which Spark
+    reads as two adjacent literals joined (``'it''s'`` is ``its``); here quotes and backslashes
+    are escaped with a backslash, as Spark's parser unescapes them, names are backquoted, and
+    infinite or NaN floats are cast from text.
+
+    Args:
+        predicate: A predicate built in Python (``col("x") == "it's"``, DNF tuples).
+
+    Raises:
+        InvalidPredicateError: A value Spark SQL has no literal for.
+    """
+    if predicate is TRUE:
+        return "TRUE"
+    if isinstance(predicate, And | Or):
+        word = "AND" if isinstance(predicate, And) else "OR"
+        return f"({spark_text(predicate.left)} {word} {spark_text(predicate.right)})"
+    if isinstance(predicate, Not):
+        return f"(NOT {spark_text(predicate.operand)})"
+    if isinstance(predicate, Comparison):
+        return f"{_name(predicate.column)} {predicate.op} {_literal(predicate.value)}"
+    if isinstance(predicate, In):
+        inner = ", ".join(_literal(v) for v in predicate.values)
+        word = "NOT IN" if predicate.negated else "IN"
+        return f"{_name(predicate.column)} {word} ({inner})"
+    if isinstance(predicate, IsNull):
+        return f"{_name(predicate.column)} IS {'NOT ' if predicate.negated else ''}NULL"
+    if isinstance(predicate, Like):
+        word = "NOT LIKE" if predicate.negated else "LIKE"
+        return f"{_name(predicate.column)} {word} {_literal(predicate.pattern)}"
+    raise InvalidPredicateError(f"no Spark SQL for predicate {predicate}")
+
+
+def _name(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float) and not math.isfinite(value):
+        word = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return f"CAST('{word}' AS DOUBLE)"
+    if isinstance(value, decimal.Decimal) and not value.is_finite():
+        raise InvalidPredicateError(f"Spark SQL has no decimal {value}")
+    if isinstance(value, int | float | decimal.Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date):
+        return _string(value.isoformat())
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    return _string(str(value))
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
