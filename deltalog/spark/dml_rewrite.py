@@ -45,6 +45,7 @@ from deltalog.spark.dml_scan import (
 )
 from deltalog.spark.job import task_plan
 from deltalog.spark.shipping import executor_import_hint, missing_on_executors
+from deltalog.spark.spark_predicate import case_sensitive, with_schema_names
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.expression_predicate import row_predicate
 from deltalog.stats.predicate_input import PredicateLike
@@ -311,6 +312,8 @@ def prepare(
     if predicate is not None:
         zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
         parsed = in_session_time_zone(row_predicate(predicate), schema, zone)
+        if not case_sensitive(spark):
+            parsed = with_schema_names(parsed, schema.names)  # ``ID`` is ``id``, as in Spark
     partition_columns = list(snapshot.partition_columns)
     on_partitions = parsed is not None and parsed.columns() <= set(partition_columns)
     if parsed is not None:

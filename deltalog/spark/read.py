@@ -24,7 +24,12 @@ from deltalog.errors import (
 from deltalog.spark.parquet_read import read_native, split_files
 from deltalog.spark.scan import FILES_DDL, ScanPlan, describe_files, scan_task
 from deltalog.spark.snapshot_frame import snapshot_frame
-from deltalog.spark.spark_predicate import spark_predicate, spark_text
+from deltalog.spark.spark_predicate import (
+    case_sensitive,
+    schema_name,
+    spark_predicate,
+    spark_text,
+)
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import Predicate
 from deltalog.table import DeltaTable, TimestampLike
@@ -105,7 +110,8 @@ def read(
     schema = table.schema()
     schema.to_arrow()  # a type the executors cannot read (variant) is refused here
     names = list(schema.names)
-    wanted = _columns(columns, names)
+    exact_case = case_sensitive(spark)
+    wanted = _columns(columns, names, exact_case)
     predicate, text, used = None, None, set[str]()
     if filter is not None:
         # Spark filters the rows by this text, so the files are chosen by the same text: a
@@ -113,6 +119,8 @@ def read(
         parsed = as_predicate(filter)  # text deltalog cannot read is refused
         text = filter if isinstance(filter, str) else spark_text(parsed)
         used = parsed.columns()
+        if not exact_case:
+            used = {schema_name(c, names) for c in used}
         try:
             predicate = _session_predicate(spark, text, schema)
         except InvalidPredicateError:
@@ -171,7 +179,7 @@ def open_snapshot(
 def _session_predicate(spark: SparkSession, text: str, schema: StructType) -> Predicate:
     """``text`` as a predicate to choose files by (see :mod:`deltalog.spark.spark_predicate`)."""
     zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-    return spark_predicate(text, schema, zone)
+    return spark_predicate(text, schema, zone, case_sensitive=case_sensitive(spark))
 
 
 def _scan(
@@ -299,14 +307,14 @@ def _time_travel(
     return version, timestamp
 
 
-def _columns(columns: Sequence[str] | None, names: list[str]) -> list[str]:
+def _columns(columns: Sequence[str] | None, names: list[str], case_sensitive: bool) -> list[str]:
     if columns is None:
         return names
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
         raise InvalidInputError(f"columns must be a list of column names, not {columns!r}")
     if not columns:
         raise InvalidInputError("columns is empty: name at least one column")
-    return list(columns)
+    return list(columns) if case_sensitive else [schema_name(c, names) for c in columns]
 
 
 def _batch_rows(spark: SparkSession) -> int:

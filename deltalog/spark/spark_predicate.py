@@ -16,14 +16,17 @@ Timestamps without an offset are read in the session's time zone
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import InvalidPredicateError
 from deltalog.protocol.schema import PrimitiveType, StructType
 from deltalog.spark.time_zones import in_session_time_zone
+from deltalog.stats.expression_predicate import ExpressionPredicate
 from deltalog.stats.predicate_sql import Unquoted, parse_predicate
 from deltalog.stats.predicates import (
     TRUE,
@@ -36,22 +39,32 @@ from deltalog.stats.predicates import (
     Or,
     Predicate,
 )
+from deltalog.stats.sql_expression import Column, map_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _FLOATS = (PrimitiveType("float"), PrimitiveType("double"))
 
 
-def spark_predicate(text: str, schema: StructType, zone: str) -> Predicate:
+def spark_predicate(
+    text: str, schema: StructType, zone: str, *, case_sensitive: bool = False
+) -> Predicate:
     """``text`` as a predicate that keeps every file Spark may find a matching row in.
 
     Args:
         text: Spark SQL predicate text.
         schema: The table's schema.
         zone: The session's ``spark.sql.session.timeZone``.
+        case_sensitive: The session's ``spark.sql.caseSensitive``; when off (Spark's default)
+            ``ID`` names the column ``id``, as Spark resolves it.
 
     Raises:
         InvalidPredicateError: deltalog cannot read ``text``, or reads it otherwise than Spark.
     """
     predicate = parse_predicate(text, spark=True)
+    if not case_sensitive:
+        predicate = with_schema_names(predicate, schema.names)
     stack = [predicate]
     while stack:
         node = stack.pop()
@@ -64,6 +77,46 @@ def spark_predicate(text: str, schema: StructType, zone: str) -> Predicate:
         elif isinstance(node, In):
             _check(text, node.column, node.values, schema)
     return in_session_time_zone(predicate, schema, zone)
+
+
+def case_sensitive(spark: SparkSession) -> bool:
+    """The session's ``spark.sql.caseSensitive`` (off unless set, as in Spark)."""
+    return str(spark.conf.get("spark.sql.caseSensitive", "false")).strip().lower() == "true"
+
+
+def schema_name(name: str, names: Sequence[str]) -> str:
+    """The column of ``names`` that Spark resolves ``name`` to without case sensitivity.
+
+    ``name`` itself when it is one of ``names`` or matches none of them (the caller reports an
+    unknown column); Delta refuses column names that differ only in case, so a match is unique.
+    """
+    if name in names:
+        return name
+    folded = name.casefold()
+    found = [n for n in names if n.casefold() == folded]
+    return found[0] if len(found) == 1 else name
+
+
+def with_schema_names(predicate: Predicate, names: Sequence[str]) -> Predicate:
+    """``predicate`` with each column named as in ``names`` (see :func:`schema_name`)."""
+    if predicate.columns() <= set(names):
+        return predicate
+    if isinstance(predicate, And | Or):
+        left = with_schema_names(predicate.left, names)
+        return type(predicate)(left, with_schema_names(predicate.right, names))
+    if isinstance(predicate, Not):
+        return Not(with_schema_names(predicate.operand, names))
+    if isinstance(predicate, Comparison | In | IsNull | Like):
+        return dataclasses.replace(predicate, column=schema_name(predicate.column, names))
+    if isinstance(predicate, ExpressionPredicate):
+
+        def named(ref: Column) -> Column:
+            if ref.qualifier is not None:
+                return ref  # a struct field or an alias: resolved where it is evaluated
+            return Column(schema_name(ref.name, names))
+
+        return ExpressionPredicate(map_columns(predicate.expression, named))
+    return predicate
 
 
 def _check(text: str, column: str, values: tuple[Any, ...], schema: StructType) -> None:

@@ -48,6 +48,7 @@ from deltalog.spark.replace_data import (
     stage_data_replace,
 )
 from deltalog.spark.schema import check_partitioning, match_columns, schema_for_new_table
+from deltalog.spark.spark_predicate import case_sensitive, with_schema_names
 from deltalog.spark.time_zones import in_session_time_zone, session_time_zone
 from deltalog.stats.predicate_input import PredicateLike, as_predicate
 from deltalog.stats.predicates import (
@@ -455,6 +456,8 @@ def _replace_predicate(
     if replace_where is None:
         return None
     predicate = in_session_time_zone(as_predicate(replace_where), schema, session_time_zone(df))
+    if not case_sensitive(df.sparkSession):
+        predicate = with_schema_names(predicate, schema.names)  # ``ID`` is ``id``, as in Spark
     if is_data_predicate(predicate, partition_columns):
         check_predicate_columns(predicate, schema)  # data columns: see deltalog.spark.replace_data
     else:

@@ -92,3 +92,38 @@ def test_spark_reads_the_rows_the_python_predicate_names(spark: Any, tmp_path: P
     # The same with delta-rs's DNF tuples.
     rows = read(spark, uri, filter=[("s", "=", "it's")]).collect()
     assert [r["id"] for r in rows] == [0]
+
+
+@pytest.mark.spark
+def test_column_names_resolve_without_case_as_spark_does(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "c")
+    for start in (0, 10):
+        batch = pa.table({"id": list(range(start, start + 10)), "Name": ["n"] * 10})
+        write_table(uri, batch, mode="append")
+    frame = read(spark, uri, filter="ID >= 15 AND name = 'n'", columns=["NAME", "Id"])
+    assert frame.columns == ["Name", "id"]
+    assert sorted(r["id"] for r in frame.collect()) == [15, 16, 17, 18, 19]
+    assert len(frame.inputFiles()) == 1  # pruned by the statistics of `id`
+    whole = read(spark, uri)
+    assert len(whole.filter("iD < 3").inputFiles()) == 1
+    assert whole.filter("iD < 3").count() == 3
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        with pytest.raises(InvalidPredicateError):
+            read(spark, uri, filter="ID >= 15")
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+
+
+@pytest.mark.spark
+def test_dml_and_replace_where_resolve_names_without_case(spark: Any, tmp_path: Path) -> None:
+    from deltalog.spark import delete, update, write
+
+    uri = str(tmp_path / "d")
+    write_table(uri, pa.table({"id": list(range(10)), "Name": ["n"] * 10}))
+    assert delete(spark, uri, "ID = 1").metrics["numDeletedRows"] == 1
+    assert update(spark, uri, "ID + 0 = 2", {"NAME": "'x'"}).metrics["numUpdatedRows"] == 1
+    frame = spark.createDataFrame([(3, "y")], "id long, Name string")
+    write(frame, uri, mode="overwrite", predicate="ID = 3")
+    rows = sorted((r["id"], r["Name"]) for r in read(spark, uri).collect())
+    assert rows == [(0, "n"), (2, "x"), (3, "y")] + [(i, "n") for i in range(4, 10)]
