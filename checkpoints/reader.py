@@ -7,6 +7,7 @@ back as JSON-like dicts in the protocol's camelCase, ready for the action parser
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -389,6 +390,19 @@ def _row_marker(action: str, kids: dict[str, pa.DataType]) -> str:
     return action
 
 
+def _size(fh: Any) -> float:
+    """The open file's size in bytes; infinite when it cannot be told without reading."""
+    try:
+        if isinstance(fh, pa.NativeFile):
+            return float(fh.size())
+        at = fh.tell()
+        end = fh.seek(0, 2)
+        fh.seek(at)
+        return float(end)
+    except (AttributeError, OSError, ValueError):
+        return math.inf
+
+
 def _read_parquet(
     store: LogStore,
     path: str,
@@ -399,6 +413,7 @@ def _read_parquet(
     file_actions_only: bool = False,
     add_transform: Callable[[pa.Table], pa.Table] | None = None,
     actions: Sequence[str] = NON_FILE_ACTIONS,
+    small: tuple[Sequence[str], int] = ((), 0),
 ) -> None:
     local = store.local_path(path)
     wanted = {"add": add_fields, "remove": remove_fields}
@@ -415,6 +430,9 @@ def _read_parquet(
             if buffer:
                 pf = open_parquet(fh, pre_buffer=False, metadata=pf.metadata, buffer_size=buffer)
             shared = fh if local is not None and isinstance(fh, pa.NativeFile) else None
+            extra, most = small
+            if extra and add_fields and _size(fh) <= most:
+                wanted["add"] = [*add_fields, *(f for f in extra if f not in add_fields)]
             top = pf.schema_arrow
             plans: list[tuple[str, list[str], Callable[[pa.Table], pa.Table] | None]] = []
             for action, fields in wanted.items():
@@ -523,6 +541,8 @@ def read_checkpoint(
     remove_fields: Sequence[str] = (),
     add_transform: Callable[[pa.Table], pa.Table] | None = None,
     actions: Sequence[str] = NON_FILE_ACTIONS,
+    small_file_fields: Sequence[str] = (),
+    small_file_bytes: int = 0,
 ) -> CheckpointData:
     """Read one checkpoint: all parts of a multi-part one, or a V2 one with its sidecars.
 
@@ -539,6 +559,11 @@ def read_checkpoint(
             ``sidecar``). Each is a struct column decoded over every row of the row groups
             that may hold it: in a checkpoint of one row group of a million files, ``metaData``
             alone took 40 ms.
+        small_file_fields: ``add`` fields read too from a Parquet file (part or sidecar) of at
+            most ``small_file_bytes``: fields a caller would otherwise read in a second pass,
+            which for a small file costs more than the columns themselves. The ``adds``
+            table of such a file has them (absent ones null); the others' tables do not.
+        small_file_bytes: See ``small_file_fields``.
 
     Raises:
         IncompleteCheckpointError: A part or sidecar is missing.
@@ -559,6 +584,7 @@ def read_checkpoint(
                 out,
                 add_transform=add_transform,
                 actions=actions,
+                small=(small_file_fields, small_file_bytes),
             )
     sidecars = [body for name, body in out.actions if name == "sidecar"]
     if sidecars:
@@ -576,5 +602,6 @@ def read_checkpoint(
                 out,
                 file_actions_only=True,
                 add_transform=add_transform,
+                small=(small_file_fields, small_file_bytes),
             )
     return out

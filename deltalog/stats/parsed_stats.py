@@ -28,7 +28,7 @@ from deltalog.arrow import columns as arrow_columns
 from deltalog.checkpoints.arrow_pool import decode_pool
 from deltalog.checkpoints.errors import CheckpointError
 from deltalog.checkpoints.nulls import null_array
-from deltalog.checkpoints.reader import read_checkpoint
+from deltalog.checkpoints.reader import CheckpointData, read_checkpoint
 from deltalog.checkpoints.schema import STATS_PARSED
 from deltalog.errors import InvalidSchemaError
 from deltalog.logstores import LogStore, LogStoreError
@@ -50,7 +50,12 @@ __all__ = [
 
 
 def parsed_stats_loader(
-    store: LogStore, paths: Sequence[str], rows: int, schema_string: str | None
+    store: LogStore,
+    paths: Sequence[str],
+    rows: int,
+    schema_string: str | None,
+    *,
+    read_already: Sequence[pa.ChunkedArray] | None = None,
 ) -> Callable[[], pa.ChunkedArray | None]:
     """Reads ``add.stats_parsed`` of a checkpoint, in the order the replay read its adds.
 
@@ -59,7 +64,8 @@ def parsed_stats_loader(
     when it cannot be read or cast: statistics then come from the JSON, which is always correct.
     Timestamps are cast to the table's (``schema_string``, the checkpoint's schema): delta-spark
     writes them as INT96, which pyarrow reads as zone-less nanoseconds. An answer is read once
-    and kept; a storage error is not kept, so a later call tries again.
+    and kept; a storage error is not kept, so a later call tries again. ``read_already``: the
+    column of each file, when the replay read them with the rest of a small checkpoint.
     """
     loaded: list[pa.ChunkedArray | None] = []
     lock = threading.Lock()
@@ -68,7 +74,11 @@ def parsed_stats_loader(
         with lock:
             if not loaded:
                 try:
-                    found = _read(store, paths, rows)
+                    found = (
+                        _read(store, paths, rows)
+                        if read_already is None
+                        else _combined(read_already, rows)
+                    )
                 except (LogStoreError, OSError):
                     return None
                 loaded.append(None if found is None else _as_table_types(found, schema_string))
@@ -78,7 +88,11 @@ def parsed_stats_loader(
 
 
 def json_typed_loader(
-    store: LogStore, paths: Sequence[str], rows: int
+    store: LogStore,
+    paths: Sequence[str],
+    rows: int,
+    *,
+    read_already: pa.ChunkedArray | None = None,
 ) -> Callable[[str, tuple[str, ...], bool], pa.ChunkedArray | None]:
     """Typed statistics of a checkpoint without ``stats_parsed``, parsed from its JSON.
 
@@ -110,9 +124,12 @@ def json_typed_loader(
                 return pa.table({"typed": typed_from_json(table.column("stats"), leaves)})
 
             try:
-                data = read_checkpoint(
-                    store, paths, add_fields=("stats",), add_transform=typed, actions=SIDECARS
-                )
+                if read_already is not None:  # a small checkpoint's, read with its actions
+                    data = CheckpointData(adds=[typed(pa.table({"stats": read_already}))])
+                else:
+                    data = read_checkpoint(
+                        store, paths, add_fields=("stats",), add_transform=typed, actions=SIDECARS
+                    )
             except (LogStoreError, OSError):
                 return None  # not kept: a later call tries again
             except (
@@ -141,7 +158,11 @@ def _read(store: LogStore, paths: Sequence[str], rows: int) -> pa.ChunkedArray |
         data = read_checkpoint(store, paths, add_fields=(STATS_PARSED,), actions=SIDECARS)
     except (CheckpointError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
-    columns = [t.column(STATS_PARSED) for t in data.adds]
+    return _combined([t.column(STATS_PARSED) for t in data.adds], rows)
+
+
+def _combined(columns: Sequence[pa.ChunkedArray], rows: int) -> pa.ChunkedArray | None:
+    """The files' ``stats_parsed`` columns as one, ``None`` unless every file has it alike."""
     types = {c.type for c in columns if not pa.types.is_null(c.type)}
     if len(types) != 1:
         return None

@@ -383,6 +383,7 @@ def test_json_statistics_are_typed_once_and_their_json_not_kept(
 ) -> None:
     """Without stats_parsed, typed statistics parse the checkpoint's JSON batch by batch."""
     import deltalog.stats.parsed_stats as ps
+    from deltalog.log import replay
     from deltalog.stats.file_stats import flatten_stats
     from deltalog.stats.predicate_input import as_predicate
     from deltalog.stats.skipping import prune_files
@@ -395,6 +396,8 @@ def test_json_statistics_are_typed_once_and_their_json_not_kept(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ps, "read_checkpoint", counted)
+    # a checkpoint this small is read whole when the table opens: make it "big"
+    monkeypatch.setattr(replay, "SMALL_CHECKPOINT_BYTES", 0)
     t = DeltaTable(str(plain))
     snap = t.snapshot
     flat = t.files(with_stats=False, flatten_stats=True)
