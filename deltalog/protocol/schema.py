@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -228,6 +228,18 @@ def _parse_type(obj: Any) -> DataType:
     except (KeyError, TypeError) as exc:
         raise InvalidSchemaError(f"invalid {kind} type: missing {exc}") from exc
     raise InvalidSchemaError(f"unknown type {kind!r}")
+
+
+def match_name(names: Sequence[str], wanted: str) -> str | None:
+    """``wanted`` among ``names``: exactly, else the one name equal to it ignoring case.
+
+    Delta column names are case-insensitive (no two differ only in case); ``None`` when
+    nothing matches, or several do (names that did not come from one schema).
+    """
+    if wanted in names:
+        return wanted
+    folded = [n for n in names if n.lower() == wanted.lower()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def _check_unique(names: list[str]) -> None:

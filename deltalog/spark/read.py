@@ -122,7 +122,7 @@ def read(
         if not exact_case:
             used = {schema_name(c, names) for c in used}
         try:
-            predicate = _session_predicate(spark, text, schema)
+            predicate = _session_predicate(spark, text, schema, exact_case)
         except InvalidPredicateError:
             predicate = None  # read as Spark would not (a string's escapes): every file
     needed = set(wanted) | used
@@ -140,7 +140,7 @@ def read(
     def pruned(condition: str) -> DataFrame | None:
         """The same read of only the files ``condition`` may match; ``None`` if unusable."""
         try:
-            narrowed = _session_predicate(spark, condition, schema)
+            narrowed = _session_predicate(spark, condition, schema, exact_case)
             if not narrowed.columns() <= set(wanted):
                 return None  # a column this DataFrame lacks: Spark's own error
             ordered = [n for n in names if n in wanted]
@@ -176,10 +176,12 @@ def open_snapshot(
     return table, options
 
 
-def _session_predicate(spark: SparkSession, text: str, schema: StructType) -> Predicate:
+def _session_predicate(
+    spark: SparkSession, text: str, schema: StructType, exact_case: bool
+) -> Predicate:
     """``text`` as a predicate to choose files by (see :mod:`deltalog.spark.spark_predicate`)."""
     zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
-    return spark_predicate(text, schema, zone, case_sensitive=case_sensitive(spark))
+    return spark_predicate(text, schema, zone, case_sensitive=exact_case)
 
 
 def _scan(

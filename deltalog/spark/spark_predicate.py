@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import InvalidPredicateError
-from deltalog.protocol.schema import PrimitiveType, StructType
+from deltalog.protocol.schema import PrimitiveType, StructType, match_name
 from deltalog.spark.time_zones import in_session_time_zone
 from deltalog.stats.expression_predicate import ExpressionPredicate
 from deltalog.stats.predicate_sql import Unquoted, parse_predicate
@@ -85,16 +85,11 @@ def case_sensitive(spark: SparkSession) -> bool:
 
 
 def schema_name(name: str, names: Sequence[str]) -> str:
-    """The column of ``names`` that Spark resolves ``name`` to without case sensitivity.
+    """The column of ``names`` Spark resolves ``name`` to without case sensitivity.
 
-    ``name`` itself when it is one of ``names`` or matches none of them (the caller reports an
-    unknown column); Delta refuses column names that differ only in case, so a match is unique.
+    ``name`` itself when nothing matches (the caller reports an unknown column).
     """
-    if name in names:
-        return name
-    folded = name.casefold()
-    found = [n for n in names if n.casefold() == folded]
-    return found[0] if len(found) == 1 else name
+    return match_name(names, name) or name
 
 
 def with_schema_names(predicate: Predicate, names: Sequence[str]) -> Predicate:

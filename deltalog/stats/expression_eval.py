@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from deltalog.arrow import values as av
 from deltalog.errors import InvalidExpressionError, InvalidInputError, PartitionValueError
 from deltalog.protocol.partitions import parse_partition_value
-from deltalog.protocol.schema import StructType
+from deltalog.protocol.schema import StructType, match_name
 from deltalog.stats.expression_functions import arrow_type_named, call_function
 from deltalog.stats.sql_expression import (
     Binary,
@@ -106,10 +106,10 @@ class Scope:
             InvalidExpressionError: (or the scope's error class) Unknown or ambiguous.
         """
         if ref.qualifier is not None:
-            alias = _find(list(self.tables), ref.qualifier)
+            alias = match_name(list(self.tables), ref.qualifier)
             if alias is not None and alias != "":
                 table = self.tables[alias]
-                name = _find(table.column_names, ref.name)
+                name = match_name(table.column_names, ref.name)
                 if name is None:
                     raise self.error(
                         f"{alias!r} has no column {ref.name!r} (columns: {table.column_names})"
@@ -119,14 +119,14 @@ class Scope:
             if not pa.types.is_struct(parent.type):
                 raise self.error(f"no table alias or struct column {ref.qualifier!r}")
             fields = [parent.type.field(i).name for i in range(parent.type.num_fields)]
-            name = _find(fields, ref.name)
+            name = match_name(fields, ref.name)
             if name is None:
                 raise self.error(f"struct {ref.qualifier!r} has no field {ref.name!r}")
             return pc.struct_field(parent, name)
         found = [
             (alias, name)
             for alias, table in self.tables.items()
-            if (name := _find(table.column_names, ref.name)) is not None
+            if (name := match_name(table.column_names, ref.name)) is not None
         ]
         if not found:
             known = sorted({n for t in self.tables.values() for n in t.column_names})
@@ -139,14 +139,6 @@ class Scope:
             )
         alias, name = found[0]
         return self.tables[alias].column(name)
-
-
-def _find(names: list[str], wanted: str) -> str | None:
-    """``wanted`` among ``names``: exactly, else the one match ignoring case."""
-    if wanted in names:
-        return wanted
-    folded = [n for n in names if n.lower() == wanted.lower()]
-    return folded[0] if len(folded) == 1 else None
 
 
 def evaluate(expr: Expr, scope: Scope, *, text: str | None = None) -> pa.Array:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidExpressionError
-from deltalog.protocol.schema import StructType
+from deltalog.protocol.schema import StructType, match_name
 from deltalog.stats.expression_eval import Scope, Untyped, evaluate, literal_as
 from deltalog.stats.sql_expression import Expr, Literal, parse_expression
 
@@ -98,7 +98,7 @@ def parse_assignments(
         name = key
         if alias and key.lower().startswith(alias.lower() + ".") and key not in names:
             name = key[len(alias) + 1 :]
-        column = _column(names, name)
+        column = match_name(names, name)
         if column is None:
             raise InvalidExpressionError(
                 f"cannot set {key!r}: the table has no such column (columns: {names})"
@@ -111,13 +111,6 @@ def parse_assignments(
         else:
             out.append(Assignment(column, None, value, repr(value)))
     return out
-
-
-def _column(names: list[str], wanted: str) -> str | None:
-    if wanted in names:
-        return wanted
-    folded = [n for n in names if n.lower() == wanted.lower()]
-    return folded[0] if len(folded) == 1 else None
 
 
 def store_cast(values: pa.Array, target: pa.DataType, column: str, text: str = "") -> pa.Array:
