@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 TESTS_DIR = ROOT / "tests"
@@ -74,6 +75,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_spark_items(items)
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.interop)
     items.sort(key=lambda item: item.path.name == LAST_MODULE)  # stable: the rest keep order
 
 

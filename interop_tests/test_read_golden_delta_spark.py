@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from deltalog import DeltaLogError, DeltaTable
 
@@ -78,6 +79,9 @@ def _spark_rows(spark: Any, path: str) -> list[dict[str, Any]]:
     return rows
 
 
+# Every golden table through delta-spark 4.4 (two minutes); on the 3.5 line delta-spark 3.3 reads
+# them in test_spark_read_interop.py, and its deletion vectors in the test below.
+@pytest.mark.one_spark_line
 def test_to_pyarrow_table_equals_delta_spark_on_golden_tables(
     delta_spark: Any, tmp_path: Path
 ) -> None:

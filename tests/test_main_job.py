@@ -41,6 +41,7 @@ def test_the_main_job_installs_only_what_it_needs() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.one_spark_line  # the main job is the default line's (PySpark 4.2)
 def test_the_main_job_says_what_matters(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
     table = tmp_path / "events"

@@ -3,10 +3,11 @@
 The release artifacts are built once per session with ``python -m build`` (an sdist, and the
 wheel from it); they must pass ``twine check`` and carry LICENSE, NOTICE and the one version
 (``deltalog.__version__``). ``test_wheel_*`` read its file list;
-``test_installed_wheel`` installs it into a new virtualenv per extra (no extras, s3, gcs, azure,
-spark) and runs ``tests/installed/smoke.py`` there from a directory outside the source tree,
-so nothing can be imported from the checkout. The Spark line comes from the same constraints
-file as the development environment (pip's cache makes the installs cheap after the first).
+``test_installed_wheel*`` install it into new virtualenvs (no extras; spark; s3, gcs and azure
+added one at a time to a third) and run ``tests/installed/smoke.py`` there from a directory
+outside the source tree, so nothing can be imported from the checkout. The Spark line comes from
+the same constraints file as the development environment (pip's cache makes the installs cheap
+after the first).
 """
 
 from __future__ import annotations
@@ -164,7 +165,34 @@ def test_wheel_installs_no_generic_top_level_names(wheel: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("extra", ["none", "s3", "gcs", "azure", "spark"])
+def _install_and_smoke(pip: list[str], python: str, target: str, extras: str, tmp: Path) -> None:
+    """Install ``target`` with ``pip`` and run the smoke test for ``extras`` (comma-separated)."""
+    outside = tmp / "elsewhere"
+    outside.mkdir(exist_ok=True)
+    _run([*pip, target], cwd=outside)
+    scratch = tmp / "tmp"
+    scratch.mkdir(exist_ok=True)
+    out = _run([python, str(INSTALLED / "smoke.py"), extras], cwd=outside, tmpdir=scratch)
+    assert out.strip().endswith("smoke passed"), out
+    assert not list(scratch.iterdir())  # the smoke test's tables are removed
+
+
+def test_installed_wheel_cloud_extras_one_at_a_time(wheel: Path, tmp_path: Path) -> None:
+    """s3, then gcs, then azure into one virtualenv: each extra brings its store's SDK and
+    nothing else (the smoke test checks that the stores not yet installed name their extra)."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "-c", str(CONSTRAINTS)]
+    installed: list[str] = []
+    for extra in ("s3", "gcs", "azure"):
+        installed.append(extra)
+        _install_and_smoke(pip, python, f"{wheel}[{extra}]", ",".join(installed), tmp_path)
+    listed = _run([python, "-m", "pip", "list", "--format=freeze"], cwd=tmp_path).lower()
+    assert "delta-spark" not in listed and "pyspark" not in listed and "pandas" not in listed
+
+
+@pytest.mark.parametrize("extra", ["none", "spark"])
 def test_installed_wheel(extra: str, wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

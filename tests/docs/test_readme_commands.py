@@ -27,6 +27,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.one_spark_line  # the README's main job runs on the default line (.venv)
 def test_readme_main_job_runs(tmp_path: Path) -> None:
     command = _block("tests/docs/test_readme_commands.py")
     assert command == "bash scripts/main.sh"

@@ -21,7 +21,8 @@ import pytest
 pytest.importorskip("pyspark")
 import cluster
 
-pytestmark = pytest.mark.spark
+# The cluster harness itself; the cluster tests run on the default line only.
+pytestmark = [pytest.mark.spark, pytest.mark.one_spark_line]
 
 
 class _Html(http.server.BaseHTTPRequestHandler):

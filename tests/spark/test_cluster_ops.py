@@ -27,7 +27,9 @@ import pytest
 pytest.importorskip("pyspark")
 from cluster import Cluster, bare_python, clean_env, standalone_cluster
 
-pytestmark = pytest.mark.spark
+# The executors run the same deltalog code as in local mode, which the 3.5 pass covers; the
+# standalone cluster's applications run on the default line only, for CI's time.
+pytestmark = [pytest.mark.spark, pytest.mark.one_spark_line]
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("cluster_ops_driver.py")
 

@@ -28,7 +28,9 @@ import pytest
 pytest.importorskip("pyspark")
 from cluster import Cluster, bare_python, clean_env, standalone_cluster
 
-pytestmark = pytest.mark.spark
+# Shipping Python code to executors (addPyFile, --py-files, spark.archives) works the same on
+# both Spark lines; the 3.5 pass leaves these four cluster applications out for CI's time.
+pytestmark = [pytest.mark.spark, pytest.mark.one_spark_line]
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 
