@@ -5,10 +5,10 @@
 them at once, up to ``PER_TEST`` distinct tables per making test function (its parametrized cases
 count as one; first and last kept), which keeps every kind of table and CI's time: deltalog,
 delta-rs and Kernel in one process each for all tables (one JVM for Kernel), delta-spark in the
-tests' own Spark session (``SessionSparkEngine``). Each table version must agree, or differ only by a known
-engine limitation (listed in ``deltalog.compat.limits.KNOWN`` and docs/compat.md, the same
-classification as the golden tables' sweep in ``test_compat.py``); otherwise the test fails naming
-the table, the test that made it, the engine and the field.
+tests' own Spark session (``SessionSparkEngine``). Each table version must agree, or differ only
+by a known engine limitation (listed in ``deltalog.compat.limits.KNOWN`` and docs/compat.md, the
+same classification as the golden tables' sweep in ``test_compat.py``); otherwise the test fails
+naming the table, the test that made it, the engine and the field.
 
 Run alone (no interop test before it) it compares nothing and says so.
 """
